@@ -1,0 +1,53 @@
+# Two commands matter: `make run` (serve on the embedded default) and `make test`.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+# The service profile of the test suite: real MariaDB, Redis cache and a Celery broker on Redis.
+SERVICE_ENV := DATABASE_URL=mysql://root@127.0.0.1:3306/test REDIS_URL=redis://127.0.0.1:6379/13 \
+	CELERY_BROKER_URL=redis://127.0.0.1:6379/14
+PYTEST_ARGS ?=
+
+.PHONY: run test test-embedded test-service install migrate worker beat eval-public clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	# torch first, from the CPU wheel on this disk: letting sentence-transformers pull torch fetches a CUDA build.
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e '.[st,test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+migrate: install
+	$(PY) manage.py migrate --noinput -v0
+
+run: migrate
+	$(PY) manage.py collectstatic --noinput -v0
+	$(PY) manage.py ensure_demo
+	# One process owns the embedded Qdrant shard: a single gunicorn worker with threads.
+	$(VENV)/bin/gunicorn config.wsgi -b $(HOST):$(PORT) -w 1 --threads 8 --timeout 120
+
+test: test-embedded test-service
+
+test-embedded: install
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+test-service: install
+	$(SERVICE_ENV) $(PY) -m pytest -q $(PYTEST_ARGS)
+
+worker: install
+	$(PY) -m celery -A config worker -l info --concurrency 2
+
+beat: install
+	$(PY) -m celery -A config beat -l info
+
+eval-public: migrate
+	$(PY) manage.py memory_eval ../shared/eval/scenarios-zh.jsonl
+
+clean:
+	rm -rf var/ .pytest_cache test-artifacts

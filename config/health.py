@@ -1,0 +1,70 @@
+"""Liveness and readiness probes. Readiness reports each dependency separately."""
+import time
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection
+from django.http import JsonResponse
+
+
+def healthz(request):
+    return JsonResponse({"status": "ok"})
+
+
+def _check(fn) -> dict:
+    started = time.perf_counter()
+    try:
+        detail = fn() or {}
+        return {"status": "ok", "ms": round((time.perf_counter() - started) * 1000, 2), **detail}
+    except Exception as exc:  # a probe must report, never raise
+        return {"status": "down", "error": type(exc).__name__}
+
+
+def _database():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    return {"vendor": connection.vendor}
+
+
+def _cache():
+    if settings.CACHES["default"]["BACKEND"].endswith("RedisCache"):
+        from django_redis import get_redis_connection
+
+        get_redis_connection("default").ping()
+        return {"backend": "redis"}
+    cache.set("readyz", 1, 5)
+    return {"backend": "locmem"}
+
+
+def _vectors():
+    from memory.vector_index import get_vector_index
+
+    index = get_vector_index()
+    live = index.live_collection()
+    return {"backend": type(index).__name__, "collection": live, "points": index.count() if live else 0}
+
+
+def _broker():
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        return {"mode": "eager"}
+    from config.celery import app
+
+    with app.connection_for_write() as conn:
+        conn.ensure_connection(max_retries=1, timeout=1)
+    return {"mode": "worker"}
+
+
+def _projection_lag():
+    from memory.selectors import projection_lag
+
+    return projection_lag()
+
+
+def readyz(request):
+    checks = {"database": _check(_database), "cache": _check(_cache), "vector_index": _check(_vectors),
+              "broker": _check(_broker)}
+    if checks["database"]["status"] == "ok":
+        checks["projection_lag"] = _check(_projection_lag)
+    # The database is the only hard dependency: without it we answer 503; the rest degrade.
+    ready = checks["database"]["status"] == "ok"
+    return JsonResponse({"status": "ready" if ready else "unavailable", "checks": checks}, status=200 if ready else 503)

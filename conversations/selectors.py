@@ -1,0 +1,63 @@
+from django.db.models import Q, QuerySet
+from django.http import Http404
+
+from conversations.models import Conversation, ConversationAccess, HistorySummary, Message, TaskState
+from tenancy.models import Org
+
+
+def conversation_readable_q(user_id: str) -> Q:
+    """Conversations a user may read: owned and not revoked, or explicitly granted."""
+    revoked = ConversationAccess.objects.filter(user_id=user_id, state=ConversationAccess.REVOKED).values("conversation_id")
+    granted = ConversationAccess.objects.filter(user_id=user_id, state=ConversationAccess.GRANTED).values("conversation_id")
+    return (Q(owner_user=user_id) & ~Q(id__in=revoked)) | Q(id__in=granted)
+
+
+def conversation_list(*, org: Org, user_id: str) -> QuerySet[Conversation]:
+    return Conversation.objects.filter(org=org).filter(conversation_readable_q(user_id))
+
+
+def conversation_get(*, org: Org, user_id: str, conversation_id: int) -> Conversation:
+    """404 for another org's, unknown or unreadable conversations alike: existence is never revealed."""
+    conversation = conversation_list(org=org, user_id=user_id).filter(id=conversation_id).first()
+    if conversation is None:
+        raise Http404
+    return conversation
+
+
+def conversation_owned(*, org: Org, user_id: str, conversation_id: int) -> Conversation:
+    conversation = Conversation.objects.filter(org=org, owner_user=user_id, id=conversation_id).first()
+    if conversation is None:
+        raise Http404
+    return conversation
+
+
+def readable_conversation_ids(*, org: Org, user_id: str, among: set[int]) -> set[int]:
+    if not among:
+        return set()
+    return set(conversation_list(org=org, user_id=user_id).filter(id__in=among).values_list("id", flat=True))
+
+
+def message_list(*, conversation: Conversation) -> QuerySet[Message]:
+    return Message.objects.filter(conversation=conversation).order_by("seq")
+
+
+def message_get(*, conversation: Conversation, message_id: int) -> Message:
+    message = Message.objects.filter(conversation=conversation, id=message_id).first()
+    if message is None:
+        raise Http404
+    return message
+
+
+def task_state_get(*, conversation: Conversation, key: str) -> TaskState:
+    task = TaskState.objects.filter(conversation=conversation, key=key).first()
+    if task is None:
+        raise Http404
+    return task
+
+
+def task_state_list(*, conversation: Conversation) -> QuerySet[TaskState]:
+    return TaskState.objects.filter(conversation=conversation).order_by("key")
+
+
+def summary_latest(*, conversation: Conversation) -> HistorySummary | None:
+    return HistorySummary.objects.filter(conversation=conversation).order_by("-covers_until_seq", "-id").first()

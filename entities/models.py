@@ -1,0 +1,49 @@
+from django.db import models
+
+from tenancy.models import Org
+
+
+class Entity(models.Model):
+    """A business object known by a stable external ID (asset, asset_model, workorder, ...).
+
+    Types are open strings; the same ID string under two types is two entities.
+    """
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="entities")
+    type = models.CharField(max_length=50)
+    external_id = models.CharField(max_length=200)
+    name = models.CharField(max_length=300)
+    aliases = models.JSONField(default=list, blank=True)
+    attributes = models.JSONField(default=dict, blank=True)
+    active = models.BooleanField(default=True)
+    # When true only users with an explicit allow grant may read it; otherwise every org user may, minus denials.
+    restricted = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["type", "external_id"]
+        verbose_name_plural = "entities"
+        constraints = [
+            models.UniqueConstraint(fields=["org", "type", "external_id"], name="entity_unique_org_type_external_id"),
+        ]
+        indexes = [models.Index(fields=["org", "active"])]
+
+    def __str__(self) -> str:
+        return f"{self.type}:{self.external_id} {self.name}"
+
+
+class EntityAccess(models.Model):
+    """Local access grants per entity and user (the default access policy)."""
+
+    ALLOW, DENY = "allow", "deny"
+    entity = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="access_rules")
+    user_id = models.CharField(max_length=128)
+    effect = models.CharField(max_length=5, choices=[(ALLOW, "allow"), (DENY, "deny")])
+    changed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["entity", "user_id"], name="entity_access_unique_user")]
+
+    def __str__(self) -> str:
+        return f"{self.effect} {self.user_id} on {self.entity_id}"

@@ -1,0 +1,64 @@
+import threading
+
+from django.db.models import Count, Max, Q, QuerySet
+from django.http import Http404
+
+from entities.models import Entity
+from tenancy.models import Org
+
+_matchers: dict[int, tuple[tuple, object]] = {}
+_matchers_lock = threading.Lock()
+
+
+def entity_list(*, org: Org | int, type: str | None = None, search: str | None = None,
+                include_inactive: bool = False) -> QuerySet[Entity]:
+    qs = Entity.objects.filter(org=org)
+    if not include_inactive:
+        qs = qs.filter(active=True)
+    if type:
+        qs = qs.filter(type=type)
+    if search:
+        qs = qs.filter(Q(external_id__icontains=search) | Q(name__icontains=search) | Q(aliases__icontains=search))
+    return qs
+
+
+def entity_get(*, org: Org, type: str, external_id: str) -> Entity:
+    entity = Entity.objects.filter(org=org, type=type, external_id=external_id).first()
+    if entity is None:
+        raise Http404
+    return entity
+
+
+def _registry_version(org_id: int) -> tuple:
+    agg = Entity.objects.filter(org_id=org_id).aggregate(n=Count("id"), last=Max("updated_at"))
+    return (agg["n"], agg["last"])
+
+
+def entity_refs(*, org_id: int) -> dict:
+    from entities.matcher import EntityRef
+
+    return {
+        row[0]: EntityRef(id=row[0], type=row[1], external_id=row[2], name=row[3], aliases=tuple(row[4] or ()))
+        for row in Entity.objects.filter(org_id=org_id, active=True).values_list("id", "type", "external_id", "name", "aliases")
+    }
+
+
+def entity_matcher_for_org(*, org_id: int):
+    """The org's Aho-Corasick matcher, rebuilt only when the registry changed (count or last update)."""
+    version = _registry_version(org_id)
+    if version[0] == 0:
+        return None
+    from entities.matcher import EntityMatcher
+
+    cached = _matchers.get(org_id)
+    if cached and cached[0] == version:
+        return cached[1]
+    with _matchers_lock:
+        cached = _matchers.get(org_id)
+        if cached and cached[0] == version:
+            return cached[1]
+        refs = entity_refs(org_id=org_id)
+        matcher = EntityMatcher(refs.values())
+        matcher.refs = refs  # the resolver needs the refs the matcher was built from
+        _matchers[org_id] = (version, matcher)
+        return matcher

@@ -1,0 +1,13 @@
+from django.apps import AppConfig
+
+
+class MemoryConfig(AppConfig):
+    name = "memory"
+    verbose_name = "Long-term memory"
+
+    def ready(self) -> None:
+        # conversations never imports memory: an appended message reaches extraction through this signal.
+        from conversations.signals import messages_appended
+        from memory import receivers
+
+        messages_appended.connect(receivers.on_messages_appended, dispatch_uid="memory.extract_on_append")

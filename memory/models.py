@@ -1,0 +1,157 @@
+from django.db import models
+
+from conversations.models import Conversation, Message
+from entities.models import Entity
+from tenancy.models import Org
+
+
+class Memory(models.Model):
+    KIND_CHOICES = [(k, k) for k in ("preference", "fact", "event", "context", "suggestion", "episode")]
+    ASSERTION_CHOICES = [(a, a) for a in ("user_stated", "confirmed_event", "model_suggestion")]
+    STATUS_CHOICES = [(s, s) for s in ("active", "superseded", "invalidated", "forgotten", "expired")]
+    SCOPE_CHOICES = [(s, s) for s in ("user", "task")]
+    CREATED_BY_CHOICES = [(s, s) for s in ("extractor", "api", "operator")]
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="memories")
+    user_id = models.CharField(max_length=128)
+    scope = models.CharField(max_length=10, choices=SCOPE_CHOICES, default="user")
+    # Task-scoped memories and episodes belong to one conversation.
+    conversation = models.ForeignKey(Conversation, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    kind = models.CharField(max_length=12, choices=KIND_CHOICES)
+    assertion = models.CharField(max_length=20, choices=ASSERTION_CHOICES, default="user_stated")
+    slot_key = models.CharField(max_length=200, null=True, blank=True)
+    status = models.CharField(max_length=12, choices=STATUS_CHOICES, default="active")
+    content = models.TextField()  # the current version's content (denormalised for search and display)
+    content_hash = models.CharField(max_length=64)
+    # content_hash while active, NULL otherwise: a unique index on it makes two concurrent writers
+    # of the same fact collide in the database instead of leaving two active copies.
+    active_hash = models.CharField(max_length=64, null=True, blank=True)
+    importance = models.FloatField(default=0.5)
+    valid_from = models.DateTimeField(null=True, blank=True)
+    valid_to = models.DateTimeField(null=True, blank=True)
+    occurred_at = models.DateTimeField(null=True, blank=True)  # the event's time (events, episodes)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField(auto_now=True)
+    last_accessed_at = models.DateTimeField(null=True, blank=True)
+    access_count = models.PositiveIntegerField(default=0)
+    superseded_by = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="supersedes")
+    invalidated_at = models.DateTimeField(null=True, blank=True)
+    invalid_reason = models.CharField(max_length=50, blank=True)
+    created_by = models.CharField(max_length=10, choices=CREATED_BY_CHOICES, default="extractor")
+    version = models.PositiveIntegerField(default=1)
+    projected_version = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "memories"
+        constraints = [
+            models.UniqueConstraint(fields=["org", "user_id", "kind", "active_hash"], name="memory_unique_active_content"),
+        ]
+        indexes = [
+            models.Index(fields=["org", "user_id", "status", "kind"]),
+            models.Index(fields=["org", "user_id", "slot_key"]),
+            models.Index(fields=["status", "projected_version"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"memory {self.id} v{self.version} {self.kind} {self.status}"
+
+    @property
+    def is_episode(self) -> bool:
+        return self.kind == "episode"
+
+
+class MemoryVersion(models.Model):
+    REASONS = [(r, r) for r in ("ADD", "UPDATE", "SUPERSEDE", "CORRECT", "REDACT")]
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="versions")
+    n = models.PositiveIntegerField()
+    content = models.TextField()
+    content_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.CharField(max_length=10, choices=Memory.CREATED_BY_CHOICES)
+    actor = models.CharField(max_length=200, blank=True)
+    reason = models.CharField(max_length=10, choices=REASONS)
+    redacted = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["memory_id", "n"]
+        constraints = [models.UniqueConstraint(fields=["memory", "n"], name="memory_version_unique_n")]
+
+
+class MemorySource(models.Model):
+    """Where a memory version came from: a stored message, or an external reference."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="sources")
+    version = models.ForeignKey(MemoryVersion, on_delete=models.CASCADE, related_name="sources")
+    message = models.ForeignKey(Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="memory_sources")
+    conversation = models.ForeignKey(Conversation, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    external_ref = models.CharField(max_length=200, null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["memory", "conversation"])]
+
+
+class EntityLink(models.Model):
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="entity_links")
+    entity = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="memory_links")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["memory", "entity"], name="entity_link_unique")]
+
+
+class ForgetRule(models.Model):
+    """Blocks re-extraction of forgotten content. Holds fingerprints only, never the forgotten text."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
+    user_id = models.CharField(max_length=128, null=True, blank=True)  # null: applies to the whole org
+    fingerprint = models.CharField(max_length=64, db_index=True)  # normalised-content hash
+    embedding = models.BinaryField(null=True, blank=True)  # float32 vector of the forgotten content
+    embedding_model = models.CharField(max_length=100, blank=True)
+    slot_key = models.CharField(max_length=200, null=True, blank=True)
+    entity = models.ForeignKey(Entity, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    request = models.ForeignKey("ForgetRequest", on_delete=models.SET_NULL, null=True, blank=True, related_name="rules")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["org", "user_id"])]
+
+
+class ForgetRequest(models.Model):
+    TARGETS = [(t, t) for t in ("memory", "query", "user", "org")]
+    STATUSES = [(s, s) for s in ("pending", "approved", "rejected", "executed")]
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="forget_requests")
+    subject_user = models.CharField(max_length=128, blank=True)  # whose memories
+    requested_by = models.CharField(max_length=200)
+    requested_via = models.CharField(max_length=10, default="api")  # api | console
+    target = models.CharField(max_length=10, choices=TARGETS)
+    memory = models.ForeignKey(Memory, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    # For "query" targets the query text is kept only until execution, then cleared.
+    query = models.TextField(blank=True)
+    matched_ids = models.JSONField(default=list, blank=True)  # the preview the user confirmed
+    include_messages = models.BooleanField(default=False)
+    status = models.CharField(max_length=10, choices=STATUSES, default="pending")
+    operator = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    executed_at = models.DateTimeField(null=True, blank=True)
+    result = models.JSONField(default=dict, blank=True)  # counts only
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["org", "status"])]
+
+    def __str__(self) -> str:
+        return f"forget request {self.id} ({self.target}, {self.status})"
+
+
+class MemoryWriteLock(models.Model):
+    """One row per (org, user): extraction workers lock it so semantic dedup and supersede
+    decisions for one user are serialised (two workers on one fact never both ADD)."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
+    user_id = models.CharField(max_length=128)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["org", "user_id"], name="memory_write_lock_unique")]

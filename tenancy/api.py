@@ -1,0 +1,41 @@
+"""Small API building blocks shared by every app's views."""
+from django.conf import settings
+from rest_framework import serializers
+from rest_framework.pagination import CursorPagination
+
+
+class StrictSerializer(serializers.Serializer):
+    """Rejects fields it does not know, so a typo or an identity field in a body is a 400, not ignored."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
+        return super().to_internal_value(data)
+
+
+class StrictCharField(serializers.CharField):
+    """A CharField that refuses numbers and booleans instead of silently turning them into text."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class SeqCursorPagination(CursorPagination):
+    """Opaque cursors: stable under concurrent appends, unlike offsets."""
+
+    page_size_query_param = "limit"
+    ordering = "id"
+
+    def get_page_size(self, request) -> int:
+        # Read the limits per request so they stay settings (and tests can change them).
+        self.max_page_size = settings.MAX_PAGE_SIZE
+        self.page_size = settings.DEFAULT_PAGE_SIZE
+        return super().get_page_size(request)
+
+
+def principal(request):
+    return request.user

@@ -1,0 +1,22 @@
+import logging
+
+from django.db import DatabaseError, InterfaceError, OperationalError
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+logger = logging.getLogger(__name__)
+
+
+def api_exception_handler(exc, context):
+    response = exception_handler(exc, context)
+    if response is not None:
+        return response
+    if isinstance(exc, (OperationalError, InterfaceError)):
+        # The system of record is unreachable: say so plainly; never fall back to unchecked projections.
+        logger.warning("database unavailable: %s", type(exc).__name__)
+        return Response({"detail": "The memory database is unavailable; retry later.", "code": "database_unavailable"},
+                        status=503, headers={"Retry-After": "5"})
+    if isinstance(exc, DatabaseError):
+        logger.error("database error: %s", type(exc).__name__)
+        return Response({"detail": "The memory database rejected the operation.", "code": "database_error"}, status=503)
+    return None

@@ -1,0 +1,63 @@
+from django.db import models
+
+
+class Org(models.Model):
+    """A tenant. Every row of every app belongs to exactly one org; the API key decides which."""
+
+    slug = models.SlugField(max_length=100, unique=True)
+    name = models.CharField(max_length=200, blank=True)
+    # Whether a user's forget request through the API executes at once or waits for an operator.
+    forget_requires_approval = models.BooleanField(default=False)
+    # Per-user cap on active long-term memories (eviction beat job); null = the global default.
+    memory_capacity = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class ApiKey(models.Model):
+    """Machine credentials of an agent service. Only a SHA-256 of the secret is stored."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, unique=True)
+    secret_hash = models.CharField(max_length=64)
+    scopes = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.org.slug}:{self.name} ({self.prefix})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+
+class AuditEvent(models.Model):
+    """Append-only log of who did what to which record. Never holds memory or message text."""
+
+    org = models.ForeignKey(Org, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    org_slug = models.CharField(max_length=100, blank=True)  # survives an org purge
+    actor = models.CharField(max_length=200)
+    actor_kind = models.CharField(max_length=20)  # api | operator | system
+    action = models.CharField(max_length=50)
+    target_type = models.CharField(max_length=50)
+    target_id = models.CharField(max_length=100, blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["target_type", "target_id"])]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M} {self.actor} {self.action} {self.target_type}:{self.target_id}"
