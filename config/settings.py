@@ -131,10 +131,49 @@ EMBEDDING_THREADS = env.int("EMBEDDING_THREADS", default=2)
 TOKEN_ENCODING = env.str("TOKEN_ENCODING", default="o200k_base")
 TIKTOKEN_CACHE_DIR = env.str("TIKTOKEN_CACHE_DIR", default=str(VAR_DIR / "tiktoken"))
 
+# Write path: how many recent same-kind memories semantic dedup compares against (plus same-slot ones).
+SEMANTIC_DEDUP_WINDOW = env.int("SEMANTIC_DEDUP_WINDOW", default=500)
+# Per-model similarity thresholds override, JSON: {"use-multilingual-v3": {"duplicate": 0.8, ...}}.
+MEMORY_THRESHOLDS = env.json("MEMORY_THRESHOLDS", default={})
+TASK_MEMORY_TTL_HOURS = env.int("TASK_MEMORY_TTL_HOURS", default=24)
+DEFAULT_MEMORY_CAPACITY = env.int("DEFAULT_MEMORY_CAPACITY", default=5000)
+
 LLM_BASE_URL = env.str("LLM_BASE_URL", default="")
 LLM_MODEL = env.str("LLM_MODEL", default="gpt-4o-mini")
 LLM_API_KEY = env.str("LLM_API_KEY", default="")
 LLM_TIMEOUT = env.float("LLM_TIMEOUT", default=20.0)
+
+# --------------------------------------------------------------------------- entity access
+ENTITY_ACCESS_POLICY = env.str("ENTITY_ACCESS_POLICY", default="local")  # local | http
+ENTITY_POLICY_URL = env.str("ENTITY_POLICY_URL", default="")
+ENTITY_POLICY_TIMEOUT = env.float("ENTITY_POLICY_TIMEOUT", default=0.5)
+ENTITY_POLICY_CACHE_TTL = env.float("ENTITY_POLICY_CACHE_TTL", default=5.0)
+ENTITY_POLICY_API_KEY = env.str("ENTITY_POLICY_API_KEY", default="")
+
+RESOLVE_RECENT_MESSAGES = env.int("RESOLVE_RECENT_MESSAGES", default=10)
+RESOLVE_PAST_MENTIONS = env.int("RESOLVE_PAST_MENTIONS", default=200)
+
+# --------------------------------------------------------------------------- recall ranking
+# Fused relevance = semantic * w + keyword * w, with weights chosen by the query's script (Chinese vs
+# Latin); then recency, importance and access frequency are added. See docs/recall.md.
+RECALL_WEIGHTS = env.json("RECALL_WEIGHTS", default={
+    "semantic_zh": 0.6, "keyword_zh": 0.4, "semantic_en": 0.45, "keyword_en": 0.55,
+    "recency": 0.05, "importance": 0.05, "frequency": 0.02, "entity": 0.15, "episode_penalty": 0.05,
+})
+RECALL_RECENCY_HALF_LIFE_DAYS = env.float("RECALL_RECENCY_HALF_LIFE_DAYS", default=30.0)
+RECALL_CANDIDATES = env.int("RECALL_CANDIDATES", default=60)
+RECALL_MIN_RELEVANCE = env.float("RECALL_MIN_RELEVANCE", default=0.05)
+# "Forget what matches this query": the fused relevance a memory needs to be in the preview.
+FORGET_PREVIEW_MIN_RELEVANCE = env.float("FORGET_PREVIEW_MIN_RELEVANCE", default=0.3)
+
+# --------------------------------------------------------------------------- context assembly
+CONTEXT_DEFAULT_BUDGET = env.int("CONTEXT_DEFAULT_BUDGET", default=4000)
+# Upper bounds per section as fractions of the total; the recent window takes what is left.
+CONTEXT_SECTION_BUDGETS = env.json("CONTEXT_SECTION_BUDGETS", default={
+    "task_state": 0.15, "memories": 0.2, "episodes": 0.15, "summary": 0.15})
+CONTEXT_TOOL_RESULT_MAX_TOKENS = env.int("CONTEXT_TOOL_RESULT_MAX_TOKENS", default=300)
+CONTEXT_RECALL_K = env.int("CONTEXT_RECALL_K", default=8)
+SUMMARY_ROLL_CHUNK = env.int("SUMMARY_ROLL_CHUNK", default=8)
 
 # --------------------------------------------------------------------------- API limits
 API_USER_HEADER = "HTTP_X_MEMORY_USER"

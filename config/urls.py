@@ -3,6 +3,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from config import health
+from conversations.api.resolve import EntityResolveApi
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
@@ -10,5 +11,9 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/v1/", include("conversations.api.urls")),
+    path("api/v1/", include("memory.api.urls")),
+    # Resolution needs the conversation's mentions, which live in `conversations` (entities imports neither).
+    path("api/v1/entities/resolve", EntityResolveApi.as_view(), name="entity-resolve"),
+    path("api/v1/", include("entities.api.urls")),
     path("admin/", admin.site.urls),
 ]

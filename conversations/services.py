@@ -45,18 +45,7 @@ def conversation_access_set(*, conversation: Conversation, user_id: str, granted
     )
     audit_record(org=conversation.org, actor=actor, actor_kind="api", action="conversation.grant" if granted else "conversation.revoke",
                  target_type="conversation", target_id=str(conversation.id), detail={"user_id": user_id})
-    # Cached recall results may include memories derived from this conversation.
-    transaction.on_commit(lambda: _access_changed(conversation.org_id, user_id))
     return access
-
-
-def _access_changed(org_id: int, user_id: str) -> None:
-    from django.core.cache import cache
-
-    try:
-        cache.incr(f"acl-gen:{org_id}:{user_id}")
-    except ValueError:
-        cache.set(f"acl-gen:{org_id}:{user_id}", 1, None)
 
 
 def _message_tokens(message: dict[str, Any]) -> int:

@@ -62,3 +62,25 @@ def entity_matcher_for_org(*, org_id: int):
         matcher.refs = refs  # the resolver needs the refs the matcher was built from
         _matchers[org_id] = (version, matcher)
         return matcher
+
+
+def entity_ids_from_refs(*, org: Org, refs: list[str]) -> tuple[list[int], list[str]]:
+    """Map 'type:external_id' (or a bare external id unique in the org) to entity ids.
+    Returns (ids, refs that did not name exactly one entity of this org)."""
+    ids, unknown = [], []
+    for ref in refs:
+        type_, _, external_id = ref.partition(":") if ":" in ref else ("", "", ref)
+        qs = Entity.objects.filter(org=org, external_id=external_id or ref)
+        if type_ and external_id:
+            typed = qs.filter(type=type_)
+            qs = typed if typed.exists() else Entity.objects.filter(org=org, external_id=ref)
+        found = list(qs.values_list("id", flat=True)[:2])
+        if len(found) == 1:
+            ids.append(found[0])
+        else:
+            unknown.append(ref)
+    return ids, unknown
+
+
+def entity_labels(*, entity_ids) -> dict[int, str]:
+    return {row[0]: f"{row[1]}:{row[2]}" for row in Entity.objects.filter(id__in=set(entity_ids)).values_list("id", "type", "external_id")}

@@ -155,3 +155,52 @@ class MemoryWriteLock(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["org", "user_id"], name="memory_write_lock_unique")]
+
+
+class MemoryEmbedding(models.Model):
+    """The memory's vector under one embedding model, kept in the system of record so that dedup in a
+    worker never needs the vector index, and projections can be rebuilt without re-encoding."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="embeddings")
+    model_id = models.CharField(max_length=100)
+    version = models.PositiveIntegerField()  # the memory version this vector encodes
+    vector = models.BinaryField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["memory", "model_id"], name="memory_embedding_unique_model")]
+
+
+class VectorCollection(models.Model):
+    """One vector collection per embedding model; exactly one is live. Re-embedding builds a new
+    one in the background and switches the live pointer atomically (DB row + index alias)."""
+
+    STATES = [(s, s) for s in ("building", "live", "retired")]
+    name = models.CharField(max_length=200, unique=True)
+    model_name = models.CharField(max_length=300)  # what get_embedder() loads
+    model_id = models.CharField(max_length=100)
+    dim = models.PositiveIntegerField()
+    state = models.CharField(max_length=10, choices=STATES, default="building")
+    created_at = models.DateTimeField(auto_now_add=True)
+    switched_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.state})"
+
+    @classmethod
+    def live(cls) -> "VectorCollection | None":
+        return cls.objects.filter(state="live").first()
+
+    @classmethod
+    def ensure_live(cls, *, model_name: str, model_id: str, dim: int, name: str) -> "VectorCollection":
+        from django.db import IntegrityError, transaction
+
+        try:
+            with transaction.atomic():
+                row, _ = cls.objects.get_or_create(name=name, defaults={"model_name": model_name, "model_id": model_id,
+                                                                       "dim": dim, "state": "live"})
+        except IntegrityError:
+            row = cls.objects.get(name=name)
+        if not cls.objects.filter(state="live").exists():
+            cls.objects.filter(id=row.id).update(state="live")
+            row.state = "live"
+        return cls.live()

@@ -1,0 +1,252 @@
+"""Token-budgeted sliding window over a conversation's recent messages.
+
+The window is filled from the newest message backwards and stays contiguous: once a
+unit does not fit, everything older is dropped (it belongs to the rolling summary).
+An assistant message with ``tool_calls`` and the tool results answering it form one
+unit, so the model never sees a call without its result or a result without its call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from conversations.textutil import split_sentences, tokenize
+from conversations.tokens import count_message_tokens, count_tokens, truncate_to_tokens
+
+__all__ = [
+    "WindowMessage",
+    "WindowResult",
+    "message_tokens",
+    "normalize_tool_call",
+    "select_window",
+    "truncate_tool_result",
+]
+
+
+def normalize_tool_call(call: dict[str, Any]) -> dict[str, Any]:
+    """OpenAI shape ``{"id","type":"function","function":{"name","arguments": str}}``.
+
+    Accepts the flat ``{"id","name","arguments": dict|str}`` form stored by agents, or
+    the OpenAI form (whose arguments may still be a dict).
+    """
+    function = call.get("function") if isinstance(call.get("function"), dict) else call
+    arguments = function.get("arguments", {})
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), default=str)
+    return {
+        "id": str(call.get("id") or ""),
+        "type": "function",
+        "function": {"name": str(function.get("name") or ""), "arguments": arguments},
+    }
+
+
+@dataclass
+class WindowMessage:
+    id: int
+    role: str
+    content: str
+    tool_call_id: str | None = None
+    tool_calls: list[dict] | None = None
+    occurred_at: datetime | None = None
+    seq: int = 0
+
+    def call_ids(self) -> list[str]:
+        return [normalize_tool_call(c)["id"] for c in self.tool_calls or []]
+
+    def to_openai(self) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": self.role, "content": self.content or ""}
+        if self.tool_calls:
+            message["tool_calls"] = [normalize_tool_call(c) for c in self.tool_calls]
+        if self.role == "tool" and self.tool_call_id:
+            message["tool_call_id"] = self.tool_call_id
+        return message
+
+
+@dataclass
+class WindowResult:
+    included: list[WindowMessage] = field(default_factory=list)  # chronological; may hold cut copies
+    dropped: list[WindowMessage] = field(default_factory=list)  # older than included, originals
+    truncated_ids: list[int] = field(default_factory=list)  # included tool results that were cut
+    tokens: int = 0  # sum of message_tokens over included
+    orphaned_ids: list[int] = field(default_factory=list)  # tool results whose call is not in the input
+    unanswered_call_ids: list[str] = field(default_factory=list)  # calls stripped: no result in the input
+
+
+def message_tokens(message: WindowMessage) -> int:
+    return count_message_tokens(message.to_openai())
+
+
+# ---------------------------------------------------------------------------
+# Cutting oversized tool results to their relevant part
+# ---------------------------------------------------------------------------
+
+
+def _omitted_marker(omitted_tokens: int) -> str:
+    return f"[… {omitted_tokens:,} tokens of tool output omitted …]"
+
+
+def _split_pieces(content: str) -> tuple[list[str], bool]:
+    """Pieces to score, and whether they are the items of a JSON array.
+
+    A JSON array is cut by item so the kept part is still a valid array; other text by
+    line, or by sentence when it is a single line.
+    """
+    stripped = content.strip()
+    if stripped.startswith("["):
+        try:
+            items = json.loads(stripped)
+        except ValueError:
+            items = None
+        if isinstance(items, list) and len(items) > 1:
+            return [json.dumps(i, ensure_ascii=False, separators=(",", ":")) for i in items], True
+    lines = [line for line in content.splitlines() if line.strip()]
+    return (lines if len(lines) > 1 else split_sentences(content)), False
+
+
+def _rank_pieces(pieces: list[str], query: str) -> list[int]:
+    """Piece indexes, most relevant first; ties (and no query at all) keep the original order."""
+    query_terms = set(tokenize(query))
+    if not query_terms:
+        return list(range(len(pieces)))
+    hits = [set(tokenize(p)) & query_terms for p in pieces]
+    n = len(pieces)
+    doc_freq = {t: sum(t in h for h in hits) for t in query_terms}
+    # Rarer terms weigh more: a term found in every piece tells none of them apart.
+    scores = [sum(1.0 + (n / doc_freq[t]) ** 0.5 for t in h) for h in hits]
+    return sorted(range(n), key=lambda i: (-scores[i], i))
+
+
+def _relevant_part(content: str, room: int, query: str) -> str:
+    pieces, is_array = _split_pieces(content)
+    chosen: list[int] = []
+    used = 2 if is_array else 0  # the array brackets
+    if len(pieces) > 1:
+        for i in _rank_pieces(pieces, query):
+            cost = count_tokens(pieces[i]) + 1  # +1: the separator
+            if used + cost <= room:
+                chosen.append(i)
+                used += cost
+    if not chosen:
+        return truncate_to_tokens(content, room)  # one huge piece: keep the head
+    kept = ("," if is_array else "\n").join(pieces[i] for i in sorted(chosen))
+    return f"[{kept}]" if is_array else kept
+
+
+def truncate_tool_result(content: str, max_tokens: int, query: str = "") -> str:
+    """``content`` cut to about ``max_tokens`` tokens, keeping the pieces most relevant to ``query``.
+
+    Kept pieces stay in their original order, followed by a marker saying how much was
+    left out. With a limit smaller than the marker (~15 tokens) only the marker remains.
+    """
+    total = count_tokens(content)
+    if total <= max_tokens:
+        return content
+    room = max_tokens - count_tokens(_omitted_marker(total)) - 1  # -1: the newline before it
+    kept = _relevant_part(content, room, query) if room > 0 else ""
+    if count_tokens(kept) > room:
+        # Joined pieces can tokenise a little differently from the sum of their parts.
+        kept = truncate_to_tokens(kept, room)
+    marker = _omitted_marker(total - count_tokens(kept))
+    return f"{kept}\n{marker}" if kept else marker
+
+
+# ---------------------------------------------------------------------------
+# Units: a plain message, or a tool-call group (all in or all out)
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Plan:
+    units: list[list[int]]  # contiguous index spans (orphans removed), chronological
+    orphans: set[int]
+    answered: set[tuple[int, str]]  # (index of the calling message, call id) with a result after it
+
+
+def _plan_units(messages: list[WindowMessage]) -> _Plan:
+    issuer: dict[str, int] = {}  # call id -> index of the latest assistant message that made it
+    reach = list(range(len(messages)))  # last index that must travel with message i
+    orphans: set[int] = set()
+    answered: set[tuple[int, str]] = set()
+    for j, message in enumerate(messages):
+        if message.role == "tool":
+            i = issuer.get(message.tool_call_id or "")
+            if i is None:
+                orphans.add(j)  # a result without its call would confuse the model: never send it
+                continue
+            reach[i] = max(reach[i], j)
+            answered.add((i, message.tool_call_id or ""))
+        for call_id in message.call_ids():
+            if call_id:  # a call without an id can never be answered
+                issuer[call_id] = j
+
+    units: list[list[int]] = []
+    start = 0
+    while start < len(messages):
+        # A span closes only when no message inside it has a result further on; results
+        # that arrive after an unrelated message pull that message into the same unit.
+        end, k = reach[start], start
+        while k <= end:
+            end = max(end, reach[k])
+            k += 1
+        span = [i for i in range(start, end + 1) if i not in orphans]
+        if span:
+            units.append(span)
+        start = end + 1
+    return _Plan(units=units, orphans=orphans, answered=answered)
+
+
+def _prepare(
+    messages: list[WindowMessage], index: int, *, plan: _Plan, query: str, tool_result_max_tokens: int
+) -> tuple[WindowMessage, bool]:
+    """The form of ``messages[index]`` that goes into the window, and whether its content was cut."""
+    message = messages[index]
+    if message.tool_calls:
+        kept_calls = [c for c in message.tool_calls if (index, normalize_tool_call(c)["id"]) in plan.answered]
+        if len(kept_calls) != len(message.tool_calls):
+            message = dataclasses.replace(message, tool_calls=kept_calls or None)
+    if message.role == "tool" and count_tokens(message.content) > tool_result_max_tokens:
+        cut = truncate_tool_result(message.content, tool_result_max_tokens, query)
+        return dataclasses.replace(message, content=cut), True
+    return message, False
+
+
+def select_window(
+    messages: list[WindowMessage],
+    budget: int,
+    *,
+    query: str = "",
+    tool_result_max_tokens: int = 300,
+) -> WindowResult:
+    """The newest contiguous run of ``messages`` (chronological input) that fits ``budget`` tokens.
+
+    Orphaned tool results are in neither ``included`` nor ``dropped`` (see ``orphaned_ids``).
+    Calls with no result anywhere in the input are stripped from the included copy of
+    their assistant message (see ``unanswered_call_ids``).
+    """
+    plan = _plan_units(messages)
+    result = WindowResult(orphaned_ids=[messages[i].id for i in sorted(plan.orphans)])
+    result.unanswered_call_ids = [
+        call_id for i, m in enumerate(messages) for call_id in m.call_ids() if (i, call_id) not in plan.answered
+    ]
+    included_units: list[list[WindowMessage]] = []
+    if budget > 0:
+        for unit in reversed(plan.units):
+            prepared = [
+                _prepare(messages, i, plan=plan, query=query, tool_result_max_tokens=tool_result_max_tokens)
+                for i in unit
+            ]
+            cost = sum(message_tokens(m) for m, _ in prepared)
+            if result.tokens + cost > budget:
+                break  # contiguous window: never skip a unit to fit an older one
+            result.tokens += cost
+            included_units.append([m for m, _ in prepared])
+            result.truncated_ids.extend(m.id for m, cut in prepared if cut)
+    first_included = len(plan.units) - len(included_units)
+    result.included = [m for unit in reversed(included_units) for m in unit]
+    result.dropped = [messages[i] for unit in plan.units[:first_included] for i in unit]
+    result.truncated_ids.sort()
+    return result

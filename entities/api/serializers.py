@@ -1,0 +1,55 @@
+from django.conf import settings
+from rest_framework import serializers
+
+from entities.models import Entity
+from tenancy.api import StrictCharField, StrictSerializer
+
+TYPE_RE = r"^[a-z][a-z0-9_\-]{0,49}$"
+USER_RE = r"^[\w.@:+\-]{1,128}$"
+
+
+class EntityInputSerializer(StrictSerializer):
+    type = serializers.RegexField(TYPE_RE, help_text="Open string: asset, asset_model, workorder, vehicle, ...")
+    external_id = StrictCharField(max_length=200)
+    name = StrictCharField(max_length=300)
+    aliases = serializers.ListField(child=StrictCharField(max_length=300), required=False, default=list, max_length=100)
+    attributes = serializers.DictField(required=False, default=dict)
+    grants = serializers.ListField(child=serializers.RegexField(USER_RE), required=False, max_length=1000,
+                                   help_text="If given, only these users may read the entity.")
+
+
+class EntityBulkInputSerializer(StrictSerializer):
+    entities = EntityInputSerializer(many=True, allow_empty=False)
+
+    def validate_entities(self, value):
+        if len(value) > settings.MAX_BATCH_MESSAGES:
+            raise serializers.ValidationError(f"At most {settings.MAX_BATCH_MESSAGES} entities per batch.")
+        return value
+
+
+class EntityOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Entity
+        fields = ["id", "type", "external_id", "name", "aliases", "attributes", "active", "restricted", "updated_at"]
+
+
+class EntityAccessInputSerializer(StrictSerializer):
+    user = serializers.RegexField(USER_RE)
+
+
+class ResolveInputSerializer(StrictSerializer):
+    text = StrictCharField(max_length=4000)
+    conversation_id = serializers.IntegerField(required=False, allow_null=True)
+
+
+class ResolvedEntitySerializer(serializers.Serializer):
+    type = serializers.CharField()
+    external_id = serializers.CharField()
+    name = serializers.CharField()
+
+
+class ResolveOutputSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["resolved", "ambiguous", "none"])
+    entity = ResolvedEntitySerializer(allow_null=True)
+    candidates = ResolvedEntitySerializer(many=True)
+    evidence = serializers.ListField(child=serializers.DictField())

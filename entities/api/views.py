@@ -1,0 +1,87 @@
+from django.http import Http404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from entities import selectors, services
+from entities.api import serializers as s
+from entities.policy import get_access_policy
+from tenancy.api import SeqCursorPagination
+
+
+def _actor(request) -> str:
+    return f"api:{request.auth.prefix}:{request.user.user_id}"
+
+
+def _visible_entity(request, type: str, external_id: str):
+    entity = selectors.entity_get(org=request.user.org, type=type, external_id=external_id)
+    allowed = get_access_policy().allowed_ids(org_id=request.user.org.id, user_id=request.user.user_id, entity_ids={entity.id})
+    if entity.id not in allowed and entity.active:
+        raise Http404
+    return entity
+
+
+class EntityListUpsertApi(APIView):
+    @extend_schema(parameters=[OpenApiParameter("type", str, required=False), OpenApiParameter("search", str, required=False),
+                               OpenApiParameter("include_inactive", bool, required=False),
+                               OpenApiParameter("cursor", str, required=False), OpenApiParameter("limit", int, required=False)],
+                   responses=s.EntityOutputSerializer(many=True))
+    def get(self, request):
+        qs = selectors.entity_list(org=request.user.org, type=request.query_params.get("type"),
+                                   search=request.query_params.get("search"),
+                                   include_inactive=request.query_params.get("include_inactive") in ("1", "true"))
+        qs = qs.filter(get_access_policy().visible_q(user_id=request.user.user_id))
+        paginator = SeqCursorPagination()
+        page = paginator.paginate_queryset(qs.order_by("id"), request, view=self)
+        return paginator.get_paginated_response(s.EntityOutputSerializer(page, many=True).data)
+
+    @extend_schema(request=s.EntityInputSerializer, responses={201: s.EntityOutputSerializer, 200: s.EntityOutputSerializer})
+    def post(self, request):
+        data = s.EntityInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        entity, created = services.entity_upsert(org=request.user.org, actor=_actor(request), **data.validated_data)
+        return Response(s.EntityOutputSerializer(entity).data, status=201 if created else 200)
+
+
+class EntityBulkUpsertApi(APIView):
+    @extend_schema(request=s.EntityBulkInputSerializer, responses={201: s.EntityOutputSerializer(many=True)})
+    def post(self, request):
+        data = s.EntityBulkInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        rows = services.entities_bulk_upsert(org=request.user.org, items=data.validated_data["entities"], actor=_actor(request))
+        return Response(s.EntityOutputSerializer([e for e, _ in rows], many=True).data, status=status.HTTP_201_CREATED)
+
+
+class EntityDetailApi(APIView):
+    @extend_schema(responses=s.EntityOutputSerializer)
+    def get(self, request, type: str, external_id: str):
+        return Response(s.EntityOutputSerializer(_visible_entity(request, type, external_id)).data)
+
+
+class EntityDeactivateApi(APIView):
+    @extend_schema(request=None, responses=s.EntityOutputSerializer)
+    def post(self, request, type: str, external_id: str):
+        entity = services.entity_deactivate(entity=_visible_entity(request, type, external_id), actor=_actor(request))
+        return Response(s.EntityOutputSerializer(entity).data)
+
+
+class EntityAccessApi(APIView):
+    grant = True
+
+    @extend_schema(request=s.EntityAccessInputSerializer, responses={204: None})
+    def post(self, request, type: str, external_id: str):
+        # The registry is managed by the business service's key; any key of the org may change grants.
+        entity = selectors.entity_get(org=request.user.org, type=type, external_id=external_id)
+        data = s.EntityAccessInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        services.entity_access_set(entity=entity, user_id=data.validated_data["user"], granted=self.grant, actor=_actor(request))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class EntityGrantApi(EntityAccessApi):
+    grant = True
+
+
+class EntityRevokeApi(EntityAccessApi):
+    grant = False

@@ -1,0 +1,74 @@
+"""Entity access checked at use time. Memory never grants access: a memory or episode linked to an
+entity the user may not read is hidden, however it was recalled.
+
+The policy is pluggable (setting ENTITY_ACCESS_POLICY): `local` uses EntityAccess rows; `http`
+asks the business service (HttpCallbackPolicy, fails closed).
+"""
+from collections.abc import Collection
+
+from django.conf import settings
+from django.db.models import Q
+
+from entities.models import Entity, EntityAccess
+
+
+class LocalGrantPolicy:
+    """Visible to every user of the org unless restricted (then allow rows only); deny rows always win."""
+
+    def allowed_ids(self, *, org_id: int, user_id: str, entity_ids: Collection[int]) -> set[int]:
+        if not entity_ids:
+            return set()
+        rows = Entity.objects.filter(org_id=org_id, id__in=entity_ids, active=True).values_list("id", "restricted")
+        rules = dict(EntityAccess.objects.filter(entity_id__in=entity_ids, user_id=user_id).values_list("entity_id", "effect"))
+        allowed = set()
+        for entity_id, restricted in rows:
+            effect = rules.get(entity_id)
+            if effect == EntityAccess.DENY:
+                continue
+            if restricted and effect != EntityAccess.ALLOW:
+                continue
+            allowed.add(entity_id)
+        return allowed
+
+    def visible_q(self, *, user_id: str) -> Q:
+        """A queryset filter with the same meaning, for listing and resolution over the registry."""
+        denied = EntityAccess.objects.filter(user_id=user_id, effect=EntityAccess.DENY).values("entity_id")
+        allowed = EntityAccess.objects.filter(user_id=user_id, effect=EntityAccess.ALLOW).values("entity_id")
+        return ~Q(id__in=denied) & (Q(restricted=False) | Q(id__in=allowed))
+
+
+class HttpPolicyAdapter:
+    def __init__(self) -> None:
+        from entities.policy_http import HttpCallbackPolicy
+
+        self.http = HttpCallbackPolicy(settings.ENTITY_POLICY_URL, timeout=settings.ENTITY_POLICY_TIMEOUT,
+                                       cache_ttl=settings.ENTITY_POLICY_CACHE_TTL,
+                                       api_key=settings.ENTITY_POLICY_API_KEY or None)
+
+    def allowed_ids(self, *, org_id: int, user_id: str, entity_ids: Collection[int]) -> set[int]:
+        if not entity_ids:
+            return set()
+        rows = Entity.objects.filter(org_id=org_id, id__in=entity_ids, active=True).values_list("id", "type", "external_id", "org__slug")
+        external = {row[0]: (row[1], row[2]) for row in rows}
+        if not external:
+            return set()
+        org_slug = rows[0][3]
+        return self.http.allowed_ids(org_slug, user_id, list(external), external)
+
+    def visible_q(self, *, user_id: str) -> Q:
+        return Q()  # the HTTP policy is asked per candidate set instead
+
+
+_policy = None
+
+
+def get_access_policy():
+    global _policy
+    if _policy is None or getattr(_policy, "_kind", None) != settings.ENTITY_ACCESS_POLICY:
+        _policy = HttpPolicyAdapter() if settings.ENTITY_ACCESS_POLICY == "http" else LocalGrantPolicy()
+        _policy._kind = settings.ENTITY_ACCESS_POLICY
+    return _policy
+
+
+def allowed_entity_ids(*, org_id: int, user_id: str, entity_ids: Collection[int]) -> set[int]:
+    return get_access_policy().allowed_ids(org_id=org_id, user_id=user_id, entity_ids=set(entity_ids))

@@ -1,0 +1,179 @@
+"""Lexicon of words that constrain or point at entities, in Chinese and English.
+
+This module is data plus one scanner. To support a new entity type, add its words to
+`TYPE_WORDS`; types are open strings, so a type without words simply gets no type constraint.
+
+Kinds of cue:
+- type words ("工单", "机型", "tractor") restrict resolution to one entity type;
+- category words ("收割机") restrict to a type AND to entities whose name/alias contains one of
+  the category's words, so "那台收割机" means an asset named like a harvester;
+- coreference cues ("它", "这台", "it") point at the current conversation's recent entities;
+- long-term cues ("上次", "那台", "last time") point at entities from earlier conversations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+
+import ahocorasick
+
+from entities.matcher import inside_token, leftmost_longest, normalize, normalize_key
+
+__all__ = [
+    "CATEGORIES",
+    "COREF_CUES",
+    "LONG_TERM_CUES",
+    "NOT_PART_OF",
+    "TYPE_WORDS",
+    "Cue",
+    "category_words",
+    "scan",
+]
+
+# type -> words that name the type itself.
+TYPE_WORDS: Mapping[str, tuple[str, ...]] = {
+    "workorder": (
+        "工单", "维修单", "派工单", "work order", "work orders", "workorder", "workorders",
+        "ticket", "tickets",
+    ),
+    "asset_model": ("机型", "型号", "model", "models"),
+    "asset": (
+        "资产", "设备", "机器", "车", "车辆", "农机",
+        "vehicle", "vehicles", "machine", "machines", "asset", "assets", "device", "devices",
+        "equipment",
+    ),
+}
+
+# category -> (type, words). Any of the words in the text selects the category; an entity is in
+# the category when its name or an alias contains any of them (so "the tractor" finds
+# "3号拖拉机"). Category words are type words of their type as well.
+CATEGORIES: Mapping[str, tuple[str, tuple[str, ...]]] = {
+    "harvester": ("asset", ("收割机", "harvester", "harvesters")),
+    "tractor": ("asset", ("拖拉机", "tractor", "tractors")),
+}
+
+# Pronouns and deictics that refer to what was just discussed in this conversation.
+COREF_CUES: tuple[str, ...] = (
+    "它", "它的", "它们", "这台", "这个", "这辆", "这部", "这款", "这张", "这份", "这件", "该",
+    "it", "its", "this", "this one", "that one", "that machine", "the same one",
+)
+
+# Words that refer back to an earlier conversation ("上次那台收割机").
+LONG_TERM_CUES: tuple[str, ...] = (
+    "上次", "上回", "之前", "以前", "先前", "那台", "那辆", "那部", "那个", "那款", "那张",
+    "last time", "previously", "earlier", "the one we discussed", "the one we talked about",
+    "we discussed", "we talked about",
+)
+
+# Compounds in which a short word does not carry its cue meaning ("应该" is not "该",
+# "其它" is not "它", "刹车" is a brake, "车间" a workshop). Matched before the word itself.
+NOT_PART_OF: Mapping[str, tuple[str, ...]] = {
+    "车": ("刹车", "停车", "倒车", "开车", "上车", "下车", "堵车", "车间", "车站", "车票", "车次"),
+    "它": ("其它",),
+    "该": ("应该", "活该", "该不该"),
+    "机器": ("机器学习",),
+    "this": ("this time",),
+}
+
+# Characters that, right next to a type word, make it part of a specific name we do not know
+# ("3号拖拉机", "工单0012", "ticket #5"): such a word constrains the type but does not stand
+# alone for "any entity of the type".
+_QUALIFIER_BEFORE = frozenset("号#")  # matched on normalised text: "＃" is "#" here
+_QUALIFIER_AFTER = frozenset("号#")
+
+
+@dataclass(frozen=True)
+class Cue:
+    kind: str  # "type" | "coref" | "long_term"
+    word: str  # lexicon word (normalised)
+    start: int  # span in the caller's original text
+    end: int
+    type: str | None = None  # for kind "type"
+    category: str | None = None  # for category words
+    qualified: bool = False  # attached to a number/code, i.e. part of a specific name
+
+
+@dataclass(frozen=True)
+class _Entry:
+    kind: str
+    type: str | None = None
+    category: str | None = None
+
+
+def category_words(category: str) -> tuple[str, ...]:
+    return CATEGORIES[category][1]
+
+
+def scan(text: str) -> list[Cue]:
+    """All cues in `text`, per kind in order of appearance."""
+    norm = normalize(text)
+    s = norm.text
+    cues: list[Cue] = []
+    for automaton in _automata():
+        hits = [
+            (last - length + 1, last + 1, entry)
+            for last, (length, entry) in automaton.iter(s)
+            if not inside_token(s, last - length + 1, last + 1)  # "it" is not in "item"
+        ]
+        # Leftmost-longest per kind: an excluded compound ("应该") swallows the word inside it.
+        for start, end, entry in leftmost_longest(hits):
+            if entry is None:
+                continue
+            o_start, o_end = norm.original_span(start, end)
+            cues.append(
+                Cue(
+                    kind=entry.kind,
+                    word=s[start:end],
+                    start=o_start,
+                    end=o_end,
+                    type=entry.type,
+                    category=entry.category,
+                    qualified=entry.kind == "type" and _qualified(s, start, end),
+                )
+            )
+    return cues
+
+
+def _qualified(s: str, start: int, end: int) -> bool:
+    before = s[start - 1] if start > 0 else ""
+    after = s[end] if end < len(s) else ""
+    if after == " " and end + 1 < len(s):
+        after = s[end + 1]  # "tractor 3", "ticket #5"
+    return (
+        before.isdigit()
+        or before in _QUALIFIER_BEFORE
+        or after.isdigit()
+        or after in _QUALIFIER_AFTER
+    )
+
+
+@lru_cache(maxsize=1)
+def _automata() -> tuple[ahocorasick.Automaton, ...]:
+    # One automaton per kind: the kinds overlap ("that machine" is a cue, "machine" a type word)
+    # and each must see the whole text. Built once; edit the data above and restart.
+    type_entries: dict[str, _Entry | None] = {}
+    for type_, words in TYPE_WORDS.items():
+        for w in words:
+            type_entries.setdefault(normalize_key(w), _Entry("type", type_))
+    for category, (type_, words) in CATEGORIES.items():
+        for w in words:
+            type_entries[normalize_key(w)] = _Entry("type", type_, category)
+    coref: dict[str, _Entry | None] = {normalize_key(w): _Entry("coref") for w in COREF_CUES}
+    long_term: dict[str, _Entry | None] = {
+        normalize_key(w): _Entry("long_term") for w in LONG_TERM_CUES
+    }
+    return tuple(_automaton(entries) for entries in (type_entries, coref, long_term))
+
+
+def _automaton(entries: dict[str, _Entry | None]) -> ahocorasick.Automaton:
+    entries = dict(entries)
+    for word in list(entries):
+        for compound in NOT_PART_OF.get(word, ()):
+            entries.setdefault(normalize_key(compound), None)
+    automaton = ahocorasick.Automaton()
+    for word, entry in entries.items():
+        automaton.add_word(word, (len(word), entry))
+    automaton.make_automaton()
+    return automaton

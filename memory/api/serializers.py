@@ -1,0 +1,235 @@
+from django.conf import settings
+from rest_framework import serializers
+
+from memory.models import Memory, MemoryVersion
+from tenancy.api import StrictCharField, StrictSerializer
+
+KINDS = ["preference", "fact", "event", "context", "suggestion"]
+ASSERTIONS = ["user_stated", "confirmed_event", "model_suggestion"]
+
+
+class SourceInputSerializer(StrictSerializer):
+    message_id = serializers.IntegerField(required=False, min_value=1)
+    ref = serializers.CharField(max_length=200, required=False)
+
+    def validate(self, attrs):
+        if not attrs.get("message_id") and not attrs.get("ref"):
+            raise serializers.ValidationError("A source needs message_id or ref.")
+        return attrs
+
+
+class MemoryCreateInputSerializer(StrictSerializer):
+    kind = serializers.ChoiceField(choices=KINDS)
+    content = StrictCharField(max_length=None)
+    assertion = serializers.ChoiceField(choices=ASSERTIONS, required=False, default="user_stated")
+    key = serializers.CharField(max_length=200, required=False, allow_null=True, help_text="Slot key: the subject.")
+    entities = serializers.ListField(child=serializers.CharField(max_length=260), required=False, default=list,
+                                     help_text="Entity refs: 'type:external_id', or an external id unique in the org.")
+    valid_from = serializers.DateTimeField(required=False, allow_null=True)
+    valid_to = serializers.DateTimeField(required=False, allow_null=True)
+    occurred_at = serializers.DateTimeField(required=False, allow_null=True)
+    at = serializers.DateTimeField(required=False, allow_null=True, help_text="When the memory became known (default now).")
+    importance = serializers.FloatField(required=False, min_value=0, max_value=1, default=0.5)
+    sources = SourceInputSerializer(many=True, required=False, default=list)
+
+    def validate_content(self, value: str) -> str:
+        if not value.strip():
+            raise serializers.ValidationError("Must not be blank.")
+        if len(value) > settings.MAX_MEMORY_CHARS:
+            raise serializers.ValidationError(f"At most {settings.MAX_MEMORY_CHARS} characters.")
+        return value
+
+    def validate(self, attrs):
+        if attrs.get("valid_from") and attrs.get("valid_to") and attrs["valid_to"] <= attrs["valid_from"]:
+            raise serializers.ValidationError({"valid_to": ["Must be after valid_from."]})
+        return attrs
+
+
+class MemoryUpdateInputSerializer(StrictSerializer):
+    content = StrictCharField(max_length=None)
+    importance = serializers.FloatField(required=False, min_value=0, max_value=1)
+    valid_from = serializers.DateTimeField(required=False, allow_null=True)
+    valid_to = serializers.DateTimeField(required=False, allow_null=True)
+
+    def validate_content(self, value: str) -> str:
+        if not value.strip():
+            raise serializers.ValidationError("Must not be blank.")
+        if len(value) > settings.MAX_MEMORY_CHARS:
+            raise serializers.ValidationError(f"At most {settings.MAX_MEMORY_CHARS} characters.")
+        return value
+
+
+class MemoryInvalidateInputSerializer(StrictSerializer):
+    reason = serializers.CharField(max_length=50, required=False, default="user_invalidated")
+
+
+class MemoryOutputSerializer(serializers.ModelSerializer):
+    key = serializers.CharField(source="slot_key")
+
+    class Meta:
+        model = Memory
+        fields = ["id", "kind", "assertion", "scope", "key", "status", "content", "importance", "valid_from",
+                  "valid_to", "occurred_at", "created_at", "updated_at", "version", "projected_version",
+                  "access_count", "last_accessed_at", "superseded_by", "created_by"]
+
+
+class MemoryWriteOutputSerializer(serializers.Serializer):
+    action = serializers.ChoiceField(choices=["added", "duplicate", "superseded", "blocked"])
+    memory = MemoryOutputSerializer(allow_null=True)
+    superseded = serializers.ListField(child=serializers.IntegerField())
+
+
+class MemoryVersionOutputSerializer(serializers.ModelSerializer):
+    sources = serializers.SerializerMethodField()
+
+    class Meta:
+        model = MemoryVersion
+        fields = ["n", "content", "reason", "created_by", "actor", "created_at", "redacted", "sources"]
+
+    def get_sources(self, version) -> list[dict]:
+        return [{"message_id": s.message_id, "conversation_id": s.conversation_id, "ref": s.external_ref}
+                for s in version.sources.all()]
+
+
+class RecallInputSerializer(StrictSerializer):
+    query = StrictCharField(max_length=4000)
+    k = serializers.IntegerField(required=False, min_value=1, default=5)
+    kinds = serializers.ListField(child=serializers.ChoiceField(choices=KINDS + ["episode"]), required=False)
+    entities = serializers.ListField(child=serializers.CharField(max_length=260), required=False, default=list)
+    at = serializers.DateTimeField(required=False, allow_null=True, help_text="Reference time ('as of').")
+    conversation_id = serializers.IntegerField(required=False, allow_null=True)
+    include_episodes = serializers.BooleanField(required=False, default=True)
+    explain = serializers.BooleanField(required=False, default=False)
+
+    def validate_k(self, value: int) -> int:
+        if value > settings.MAX_RECALL_K:
+            raise serializers.ValidationError(f"At most {settings.MAX_RECALL_K}.")
+        return value
+
+
+class SourceOutputSerializer(serializers.Serializer):
+    message_id = serializers.IntegerField(allow_null=True)
+    conversation_id = serializers.IntegerField(allow_null=True)
+    ref = serializers.CharField(allow_null=True)
+
+
+class RecallItemOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.CharField()
+    assertion = serializers.CharField()
+    content = serializers.CharField()
+    valid_from = serializers.DateTimeField(allow_null=True)
+    valid_to = serializers.DateTimeField(allow_null=True)
+    occurred_at = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField(allow_null=True)
+    version = serializers.IntegerField()
+    sources = SourceOutputSerializer(many=True)
+    entity_ids = serializers.ListField(child=serializers.CharField())
+    score = serializers.FloatField()
+    score_parts = serializers.DictField(child=serializers.FloatField(), required=False)
+
+
+class RecallOutputSerializer(serializers.Serializer):
+    items = RecallItemOutputSerializer(many=True)
+    degraded = serializers.BooleanField()
+    degraded_reason = serializers.CharField(allow_null=True)
+    stages = serializers.ListField(child=serializers.DictField(), required=False)
+
+
+class MemoryListParamsSerializer(StrictSerializer):
+    kind = serializers.ListField(child=serializers.ChoiceField(choices=KINDS + ["episode"]), required=False)
+    status = serializers.ListField(child=serializers.ChoiceField(choices=[s for s, _ in Memory.STATUS_CHOICES]), required=False)
+    entity = serializers.CharField(max_length=260, required=False)
+    created_after = serializers.DateTimeField(required=False)
+    created_before = serializers.DateTimeField(required=False)
+    include_episodes = serializers.BooleanField(required=False, default=False)
+    cursor = serializers.CharField(required=False)
+    limit = serializers.IntegerField(required=False, min_value=1)
+
+    def to_internal_value(self, data):
+        if hasattr(data, "getlist"):  # query params: repeated keys become lists
+            data = {key: (data.getlist(key) if key in ("kind", "status") else data.get(key)) for key in data}
+        return super().to_internal_value(data)
+
+
+class ContextInputSerializer(StrictSerializer):
+    message = StrictCharField(allow_blank=True, max_length=None, help_text="The next user message.")
+    budget = serializers.IntegerField(required=False, min_value=64, help_text="Total token budget (hard cap).")
+    system = StrictCharField(required=False, allow_blank=True, default="", max_length=None)
+    tools = serializers.ListField(child=serializers.DictField(), required=False, default=list,
+                                  help_text="Tool schemas the agent will send; counted against the budget.")
+    at = serializers.DateTimeField(required=False, allow_null=True)
+    k = serializers.IntegerField(required=False, min_value=1)
+    recent_only = serializers.BooleanField(required=False, default=False,
+                                           help_text="Baseline mode: sliding window and summary only.")
+    section_budgets = serializers.DictField(child=serializers.FloatField(min_value=0, max_value=1), required=False,
+                                           default=dict)
+
+    def validate_message(self, value):
+        if len(value) > settings.MAX_MESSAGE_CHARS:
+            raise serializers.ValidationError(f"At most {settings.MAX_MESSAGE_CHARS} characters.")
+        return value
+
+    def validate_budget(self, value):
+        if value > settings.MAX_CONTEXT_BUDGET:
+            raise serializers.ValidationError(f"At most {settings.MAX_CONTEXT_BUDGET}.")
+        return value
+
+    def validate_k(self, value):
+        if value > settings.MAX_RECALL_K:
+            raise serializers.ValidationError(f"At most {settings.MAX_RECALL_K}.")
+        return value
+
+    def validate_section_budgets(self, value):
+        unknown = set(value) - set(settings.CONTEXT_SECTION_BUDGETS)
+        if unknown:
+            raise serializers.ValidationError(f"Unknown sections: {sorted(unknown)}.")
+        if sum(value.values()) > 0.9:
+            raise serializers.ValidationError("Section fractions must leave room for the recent window (sum ≤ 0.9).")
+        return value
+
+
+class ContextSectionOutputSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    tokens = serializers.IntegerField()
+    text = serializers.CharField(allow_blank=True)
+    included = serializers.ListField(child=serializers.JSONField())
+    dropped = serializers.ListField(child=serializers.JSONField())
+
+
+class ContextOutputSerializer(serializers.Serializer):
+    budget = serializers.IntegerField()
+    total_tokens = serializers.IntegerField()
+    recall_degraded = serializers.BooleanField()
+    sections = ContextSectionOutputSerializer(many=True)
+    messages = serializers.ListField(child=serializers.DictField())
+
+
+class ForgetPreviewInputSerializer(StrictSerializer):
+    query = StrictCharField(max_length=4000)
+
+
+class ForgetInputSerializer(StrictSerializer):
+    memory_ids = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False, default=list,
+                                       max_length=1000)
+    query = StrictCharField(max_length=4000, required=False, allow_blank=True, default="",
+                            help_text="With memory_ids from its preview: forget what matches this query.")
+    everything = serializers.BooleanField(required=False, default=False, help_text="Forget everything about me.")
+    include_messages = serializers.BooleanField(required=False, default=None, allow_null=True,
+                                                help_text="Also redact the source messages (default: yes for query "
+                                                          "and everything, no for explicit ids).")
+
+    def validate(self, attrs):
+        if not attrs["everything"] and not attrs["memory_ids"]:
+            raise serializers.ValidationError({"memory_ids": ["Give memory_ids (e.g. from the preview) or everything=true."]})
+        return attrs
+
+
+class ForgetRequestOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    target = serializers.CharField()
+    status = serializers.CharField()
+    memory_count = serializers.IntegerField()
+    result = serializers.DictField()
+    created_at = serializers.DateTimeField()
+    executed_at = serializers.DateTimeField(allow_null=True)

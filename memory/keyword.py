@@ -1,0 +1,82 @@
+"""Keyword search over a user's active memories: BM25 (rank-bm25) on jieba tokens for Chinese and
+lowercase words for English. One index per (org, user), built on demand from MySQL and kept in
+process until that user's memory generation changes (any write bumps it, in the shared cache)."""
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+from rank_bm25 import BM25Okapi
+
+from conversations.textutil import tokenize
+from memory.cache import user_generation
+from memory.models import Memory
+
+MAX_INDEXES = 256  # users kept in process (LRU)
+
+
+@dataclass
+class _UserIndex:
+    generation: int
+    ids: np.ndarray
+    bm25: BM25Okapi | None
+
+
+_indexes: "OrderedDict[tuple[int, str], _UserIndex]" = OrderedDict()
+_lock = threading.Lock()
+
+
+def _light_stem(token: str) -> str:
+    # English plural/verb endings matter for recall ("dogs" ↔ "dog"); a full stemmer is overkill here.
+    if token.isascii() and len(token) > 4:
+        for suffix in ("ing", "ed", "es", "s"):
+            if token.endswith(suffix) and len(token) - len(suffix) >= 3:
+                return token[: -len(suffix)]
+    return token
+
+
+def terms(text: str) -> list[str]:
+    return [_light_stem(t) for t in tokenize(text)]
+
+
+def _build(org_id: int, user_id: str, generation: int) -> _UserIndex:
+    rows = list(Memory.objects.filter(org_id=org_id, user_id=user_id, status="active").values_list("id", "content"))
+    if not rows:
+        return _UserIndex(generation, np.array([], dtype=np.int64), None)
+    corpus = [terms(content) or ["∅"] for _, content in rows]
+    return _UserIndex(generation, np.array([r[0] for r in rows], dtype=np.int64), BM25Okapi(corpus))
+
+
+def _index_for(org_id: int, user_id: str) -> _UserIndex:
+    generation = user_generation(org_id, user_id)
+    key = (org_id, user_id)
+    with _lock:
+        cached = _indexes.get(key)
+        if cached is not None and cached.generation == generation:
+            _indexes.move_to_end(key)
+            return cached
+    index = _build(org_id, user_id, generation)
+    with _lock:
+        _indexes[key] = index
+        _indexes.move_to_end(key)
+        while len(_indexes) > MAX_INDEXES:
+            _indexes.popitem(last=False)
+    return index
+
+
+def keyword_search(*, org_id: int, user_id: str, query: str, limit: int) -> list[tuple[int, float]]:
+    """(memory id, raw BM25 score) best first; only positive scores."""
+    index = _index_for(org_id, user_id)
+    query_terms = terms(query)
+    if index.bm25 is None or not query_terms:
+        return []
+    scores = index.bm25.get_scores(query_terms)
+    if not len(scores):
+        return []
+    top = np.argsort(-scores)[:limit]
+    return [(int(index.ids[i]), float(scores[i])) for i in top if scores[i] > 0]
+
+
+def clear() -> None:
+    with _lock:
+        _indexes.clear()

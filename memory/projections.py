@@ -1,0 +1,67 @@
+"""Make the vector index and the Redis cache match one MySQL row. Safe to rerun (STYLE §4)."""
+import logging
+
+from django.db import transaction
+
+from memory.cache import memory_cache
+from memory.models import Memory, MemoryEmbedding, VectorCollection
+from memory.vector_index import VectorPoint, get_vector_index
+from memory.vectors import active_collection, from_bytes, to_bytes
+
+logger = logging.getLogger(__name__)
+
+
+def _ts(value) -> float:
+    return value.timestamp() if value else 0.0
+
+
+def memory_payload(memory: Memory, entity_ids: list[int], model_id: str) -> dict:
+    return {
+        "org": str(memory.org_id), "user_id": memory.user_id, "kind": memory.kind, "scope": memory.scope,
+        "conversation_id": memory.conversation_id or 0, "assertion": memory.assertion, "status": memory.status,
+        "entity_ids": entity_ids, "valid_from": _ts(memory.valid_from), "valid_to": _ts(memory.valid_to) or 4e9,
+        "created": _ts(memory.created_at), "version": memory.version, "model_id": model_id,
+    }
+
+
+def _vector_for(memory: Memory, collection: VectorCollection):
+    """The stored vector of this version under the collection's model; encoded (and stored) if missing."""
+    row = MemoryEmbedding.objects.filter(memory=memory, model_id=collection.model_id).first()
+    if row is not None and row.version == memory.version:
+        return from_bytes(row.vector)
+    from memory.embeddings import get_embedder
+
+    vector = get_embedder(collection.model_name).encode_one(memory.content)
+    MemoryEmbedding.objects.update_or_create(memory=memory, model_id=collection.model_id,
+                                             defaults={"version": memory.version, "vector": to_bytes(vector)})
+    return vector
+
+
+def memory_sync(*, memory_id: int, version: int, collection_name: str | None = None) -> str:
+    """Returns what it did: deleted | skipped | upserted. Raises VectorIndexUnavailable to be retried."""
+    index = get_vector_index()
+    name = collection_name or active_collection()
+    collection = VectorCollection.objects.get(name=name)
+    index.ensure_collection(name, collection.dim)
+    memory = Memory.objects.filter(id=memory_id).first()
+    if memory is None or memory.status != "active":
+        index.delete([memory_id], collection=name)  # deleting twice is harmless
+        if memory is not None:
+            memory_cache.delete(memory.org_id, memory.user_id, [memory_id])
+            if collection_name is None:
+                Memory.objects.filter(id=memory_id, projected_version__lt=memory.version).update(projected_version=memory.version)
+        return "deleted"
+    if memory.version != version:
+        return "skipped"  # a newer write has queued its own task
+    vector = _vector_for(memory, collection)  # slow call, made outside the lock
+    entity_ids = list(memory.entity_links.values_list("entity_id", flat=True))
+    with transaction.atomic():
+        # The row lock stops a newer write interleaving between the version check and the upsert.
+        if not Memory.objects.select_for_update().filter(id=memory_id, version=version, status="active").exists():
+            return "skipped"
+        index.upsert([VectorPoint(point_id=memory.id, vector=vector,
+                                  payload=memory_payload(memory, entity_ids, collection.model_id))], collection=name)
+        if collection_name is None:
+            Memory.objects.filter(id=memory_id, version=version).update(projected_version=version)
+    memory_cache.set(memory)
+    return "upserted"

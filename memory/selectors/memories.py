@@ -1,0 +1,53 @@
+from datetime import datetime
+
+from django.db.models import F, QuerySet
+from django.http import Http404
+
+from memory.models import Memory, MemoryVersion
+from tenancy.models import Org
+
+
+def memory_get(*, org: Org, user_id: str, memory_id: int) -> Memory:
+    """404 for unknown ids, other orgs and other users alike."""
+    memory = Memory.objects.filter(id=memory_id, org=org, user_id=user_id).first()
+    if memory is None:
+        raise Http404
+    return memory
+
+
+def memory_list(*, org: Org, user_id: str, kinds: list[str] | None = None, statuses: list[str] | None = None,
+                entity_id: int | None = None, created_after: datetime | None = None,
+                created_before: datetime | None = None, include_episodes: bool = False) -> QuerySet[Memory]:
+    qs = Memory.objects.filter(org=org, user_id=user_id)
+    qs = qs.filter(status__in=statuses or ["active"])
+    if kinds:
+        qs = qs.filter(kind__in=kinds)
+    elif not include_episodes:
+        qs = qs.exclude(kind="episode")
+    if entity_id is not None:
+        qs = qs.filter(entity_links__entity_id=entity_id)
+    if created_after:
+        qs = qs.filter(created_at__gte=created_after)
+    if created_before:
+        qs = qs.filter(created_at__lt=created_before)
+    return qs
+
+
+def memory_history(*, memory: Memory) -> QuerySet[MemoryVersion]:
+    return MemoryVersion.objects.filter(memory=memory).prefetch_related("sources").order_by("n")
+
+
+def projection_lag() -> dict:
+    lagging = Memory.objects.filter(projected_version__lt=F("version")).count()
+    queue_depth = None
+    try:
+        from django.conf import settings
+
+        if not settings.CELERY_TASK_ALWAYS_EAGER and settings.CELERY_BROKER_URL.startswith("redis"):
+            import redis
+
+            client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=0.5, socket_connect_timeout=0.5)
+            queue_depth = int(client.llen("celery"))
+    except Exception:
+        queue_depth = None
+    return {"lagging_memories": lagging, "queue_depth": queue_depth}

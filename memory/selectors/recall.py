@@ -1,0 +1,219 @@
+"""The read path (DESIGN §6): scope → candidates (vector + keyword, fused) → MySQL back-check →
+dedup → rank → top-k. Every stage can report what it kept and dropped (explain / console)."""
+import logging
+import math
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.conf import settings
+from django.utils import timezone
+
+from conversations.selectors import readable_conversation_ids
+from conversations.textutil import cjk_ratio
+from entities.policy import allowed_entity_ids
+from memory.keyword import keyword_search
+from memory.models import EntityLink, Memory, MemorySource
+from memory.vector_index import VectorIndexUnavailable, get_vector_index
+from memory.vectors import active_collection, active_embedder
+from tenancy.models import Org
+
+logger = logging.getLogger(__name__)
+
+STANDING_KINDS = ["preference", "fact", "event", "context", "suggestion"]
+
+
+@dataclass
+class RecallQuery:
+    org: Org
+    user_id: str
+    query: str
+    k: int = 5
+    kinds: list[str] | None = None
+    entity_ids: list[int] = field(default_factory=list)  # filter: only memories linked to these
+    boost_entity_ids: list[int] = field(default_factory=list)  # rank memories linked to these higher
+    at: datetime | None = None
+    conversation_id: int | None = None
+    include_episodes: bool = True
+    exclude_message_ids: set[int] = field(default_factory=set)  # already in the recent window
+    explain: bool = False
+
+
+@dataclass
+class RecallItem:
+    memory: Memory
+    score: float
+    parts: dict[str, float]
+    sources: list[dict]
+    entity_ids: list[int]
+
+
+@dataclass
+class RecallResult:
+    items: list[RecallItem]
+    degraded: bool = False
+    degraded_reason: str | None = None
+    stages: list[dict] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+def _weights(query: str) -> tuple[float, float]:
+    w = settings.RECALL_WEIGHTS
+    zh = cjk_ratio(query) >= 0.3
+    return (w["semantic_zh"], w["keyword_zh"]) if zh else (w["semantic_en"], w["keyword_en"])
+
+
+def _vector_filters(q: RecallQuery) -> dict:
+    kinds = list(q.kinds or STANDING_KINDS + (["episode"] if q.include_episodes else []))
+    filters = {"org": str(q.org.id), "user_id": q.user_id, "status": "active", "kind": kinds}
+    if q.entity_ids:
+        filters["entity_ids"] = list(q.entity_ids)
+    if q.at is not None:
+        filters["created"] = {"lte": q.at.timestamp()}
+    return filters
+
+
+def _semantic(q: RecallQuery, limit: int, result: RecallResult) -> dict[int, float]:
+    try:
+        embedder = active_embedder()
+        started = time.perf_counter()
+        vector = embedder.encode_one(q.query)
+        result.timings_ms["embed"] = (time.perf_counter() - started) * 1000
+        started = time.perf_counter()
+        hits = get_vector_index().search(vector, filters=_vector_filters(q), limit=limit, collection=active_collection())
+        result.timings_ms["vector"] = (time.perf_counter() - started) * 1000
+    except VectorIndexUnavailable as exc:
+        result.degraded, result.degraded_reason = True, "vector_index_unavailable"
+        logger.warning("recall degraded to keyword-only: %s", type(exc).__name__)
+        return {}
+    # A point whose payload version lags the row is still a candidate; the back-check reads the row.
+    return {hit.point_id: max(0.0, float(hit.score)) for hit in hits}
+
+
+def _keyword(q: RecallQuery, limit: int, result: RecallResult) -> dict[int, float]:
+    started = time.perf_counter()
+    hits = keyword_search(org_id=q.org.id, user_id=q.user_id, query=q.query, limit=limit)
+    result.timings_ms["keyword"] = (time.perf_counter() - started) * 1000
+    if not hits:
+        return {}
+    top = hits[0][1]
+    # BM25 is unbounded; scale by this query's best so it can be fused with a cosine.
+    return {memory_id: score / top for memory_id, score in hits}
+
+
+def _back_check(q: RecallQuery, ids: set[int], result: RecallResult) -> tuple[dict[int, Memory], dict, dict]:
+    """Reload the candidates from MySQL and drop what this user may not see now."""
+    rows = {m.id: m for m in Memory.objects.filter(id__in=ids, org=q.org, user_id=q.user_id, status="active")}
+    dropped: dict[int, str] = {i: "not active in the database (stale projection)" for i in ids - set(rows)}
+    kinds = set(q.kinds or STANDING_KINDS + (["episode"] if q.include_episodes else []))
+    sources: dict[int, list[dict]] = defaultdict(list)
+    for memory_id, message_id, conversation_id, ref in MemorySource.objects.filter(memory_id__in=rows).values_list(
+            "memory_id", "message_id", "conversation_id", "external_ref"):
+        sources[memory_id].append({"message_id": message_id, "conversation_id": conversation_id, "ref": ref})
+    links: dict[int, list[int]] = defaultdict(list)
+    for memory_id, entity_id in EntityLink.objects.filter(memory_id__in=rows).values_list("memory_id", "entity_id"):
+        links[memory_id].append(entity_id)
+    conversation_ids = {s["conversation_id"] for srcs in sources.values() for s in srcs if s["conversation_id"]}
+    readable = readable_conversation_ids(org=q.org, user_id=q.user_id, among=conversation_ids)
+    entity_ids = {e for ents in links.values() for e in ents}
+    allowed = allowed_entity_ids(org_id=q.org.id, user_id=q.user_id, entity_ids=entity_ids)
+    at = q.at
+    kept = {}
+    for memory_id, memory in rows.items():
+        src_conversations = {s["conversation_id"] for s in sources[memory_id] if s["conversation_id"]}
+        reason = None
+        if memory.kind not in kinds:
+            reason = "kind not requested"
+        elif memory.scope == "task" and memory.conversation_id != q.conversation_id:
+            reason = "task-scoped to another conversation"
+        elif at is not None and memory.created_at and memory.created_at > at:
+            reason = "not yet known at the reference time"
+        elif at is not None and memory.valid_from and memory.valid_from > at:
+            reason = "not yet valid at the reference time"
+        elif memory.valid_to and memory.valid_to <= (at or timezone.now()):
+            reason = "expired at the reference time"
+        elif src_conversations and not (src_conversations & readable):
+            reason = "every source conversation is unreadable for this user"
+        elif any(e not in allowed for e in links[memory_id]):
+            reason = "linked entity not accessible"
+        elif q.entity_ids and not set(links[memory_id]) & set(q.entity_ids):
+            reason = "not linked to the requested entity"
+        elif memory.kind == "episode" and {s["message_id"] for s in sources[memory_id]} & q.exclude_message_ids:
+            reason = "already in the recent window"
+        if reason:
+            dropped[memory_id] = reason
+        else:
+            kept[memory_id] = memory
+    if q.explain:
+        result.stages.append({"stage": "back_check", "kept": sorted(kept), "dropped": dropped})
+    return kept, sources, links
+
+
+def _rank(q: RecallQuery, kept: dict[int, Memory], semantic: dict[int, float], keyword: dict[int, float],
+          links: dict[int, list[int]]) -> list[tuple[int, float, dict]]:
+    w = settings.RECALL_WEIGHTS
+    w_sem, w_kw = _weights(q.query)
+    now = q.at or timezone.now()
+    half_life = settings.RECALL_RECENCY_HALF_LIFE_DAYS
+    boost = set(q.boost_entity_ids)
+    scored = []
+    for memory_id, memory in kept.items():
+        sem, kw = semantic.get(memory_id, 0.0), keyword.get(memory_id, 0.0)
+        relevance = w_sem * sem + w_kw * kw
+        if relevance < settings.RECALL_MIN_RELEVANCE:
+            continue
+        when = memory.occurred_at or memory.created_at or now
+        age_days = max(0.0, (now - when).total_seconds() / 86400)
+        parts = {
+            "semantic": round(sem, 4), "keyword": round(kw, 4), "relevance": round(relevance, 4),
+            "recency": round(w["recency"] * math.pow(0.5, age_days / half_life), 4),
+            "importance": round(w["importance"] * memory.importance, 4),
+            "frequency": round(w["frequency"] * min(1.0, math.log1p(memory.access_count) / math.log1p(50)), 4),
+            "entity": w["entity"] if boost and boost & set(links.get(memory_id, ())) else 0.0,
+            # A standing memory states what is true now; the episode it came from only what was said then.
+            "episode": -w["episode_penalty"] if memory.kind == "episode" else 0.0,
+        }
+        score = relevance + parts["recency"] + parts["importance"] + parts["frequency"] + parts["entity"] + parts["episode"]
+        scored.append((memory_id, score, parts))
+    scored.sort(key=lambda row: (-row[1], -row[0]))
+    return scored
+
+
+def recall(q: RecallQuery) -> RecallResult:
+    started = time.perf_counter()
+    result = RecallResult(items=[])
+    k = max(1, min(q.k, settings.MAX_RECALL_K))
+    limit = max(settings.RECALL_CANDIDATES, k * 3)
+    if not q.query.strip():
+        return result
+    semantic = _semantic(q, limit, result)
+    keyword = _keyword(q, limit, result)
+    if q.explain:
+        result.stages.append({"stage": "candidates", "semantic": semantic, "keyword": keyword})
+    t0 = time.perf_counter()
+    kept, sources, links = _back_check(q, set(semantic) | set(keyword), result)
+    ranked = _rank(q, kept, semantic, keyword, links)
+    items, seen_hashes = [], set()
+    dedup_dropped = {}
+    for memory_id, score, parts in ranked:
+        memory = kept[memory_id]
+        if memory.content_hash in seen_hashes:
+            dedup_dropped[memory_id] = "duplicate content"
+            continue
+        seen_hashes.add(memory.content_hash)
+        items.append(RecallItem(memory=memory, score=round(score, 4), parts=parts, sources=sources[memory_id],
+                                entity_ids=links.get(memory_id, [])))
+        if len(items) >= k:
+            break
+    result.timings_ms["back_check_rank"] = (time.perf_counter() - t0) * 1000
+    if q.explain:
+        result.stages.append({"stage": "dedup", "dropped": dedup_dropped})
+        result.stages.append({"stage": "rank", "order": [(m, round(s, 4)) for m, s, _ in ranked]})
+    result.timings_ms["total"] = (time.perf_counter() - started) * 1000
+    if items:
+        from memory.enqueue import enqueue
+        from memory.tasks import memory_touch as memory_touch_task
+
+        enqueue(memory_touch_task, [item.memory.id for item in items], timezone.now().isoformat())
+    return result

@@ -1,0 +1,10 @@
+"""Write path of long-term memory. Everything that changes a memory row goes through here."""
+from memory.services.memories import (  # noqa: F401
+    MemoryInput,
+    WriteOutcome,
+    memory_create,
+    memory_invalidate,
+    memory_touch,
+    memory_update,
+    memory_write,
+)

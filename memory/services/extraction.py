@@ -1,0 +1,124 @@
+"""From stored messages to memories: episodes plus extracted candidates, idempotent per message."""
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from conversations.models import EntityMention, Message
+from conversations.services import message_mark_do_not_remember, message_mark_extracted
+from memory.models import Memory, MemorySource
+from memory.services.memories import MemoryInput, SourceRef, memory_invalidate, memory_write
+
+logger = logging.getLogger(__name__)
+
+EXTRACTABLE_ROLES = {"user", "assistant"}
+EXISTING_SHOWN = 20  # memories shown to the extractor (with short ids) for update/supersede decisions
+RECENT_TURNS = 4
+
+
+def _existing_for(message: Message) -> tuple[list, dict[int, int]]:
+    from memory.extraction import ExistingMemory
+
+    rows = list(Memory.objects.filter(org_id=message.org_id, user_id=message.user_id, status="active", scope="user")
+                .exclude(kind="episode").order_by("-id").values_list("id", "kind", "content", "slot_key")[:EXISTING_SHOWN])
+    shown, short_to_id = [], {}
+    for short_id, (memory_id, kind, content, slot_key) in enumerate(rows, start=1):
+        shown.append(ExistingMemory(short_id=short_id, kind=kind, content=content, slot_key=slot_key))
+        short_to_id[short_id] = memory_id
+    return shown, short_to_id
+
+
+def _recent_turns(message: Message) -> list[tuple[str, str]]:
+    rows = (Message.objects.filter(conversation_id=message.conversation_id, seq__lt=message.seq,
+                                   role__in=EXTRACTABLE_ROLES, redacted=False)
+            .order_by("-seq").values_list("role", "content")[:RECENT_TURNS])
+    return list(reversed(rows))
+
+
+def _episode_exists(message: Message) -> Memory | None:
+    return Memory.objects.filter(kind="episode", sources__message_id=message.id).exclude(
+        status__in=["forgotten"]).first()
+
+
+def message_extract(message: Message, *, reextract: bool = False) -> dict:
+    """Extract one message. Returns counts by outcome (for logs and maintenance reports)."""
+    from memory.extraction import ExtractionInput, get_extractor
+
+    counts: dict[str, int] = {}
+    if message.role not in EXTRACTABLE_ROLES or message.redacted or not message.content.strip():
+        message_mark_extracted(message_id=message.id)
+        return counts
+    if message.extracted_at and not reextract:
+        return counts  # redelivered task: already done
+    existing, short_to_id = _existing_for(message)
+    inp = ExtractionInput(role=message.role, content=message.content, occurred_at=message.occurred_at,
+                          existing=existing, recent=_recent_turns(message))
+    result = get_extractor().extract(inp)
+    if result.do_not_remember:
+        message_mark_do_not_remember(message_id=message.id)
+        episode = _episode_exists(message)
+        if episode is not None:
+            memory_invalidate(memory_id=episode.id, reason="do_not_remember", actor="extractor", actor_kind="system")
+        message_mark_extracted(message_id=message.id)
+        counts["do_not_remember"] = 1
+        return counts
+    entity_ids = list(EntityMention.objects.filter(message=message).values_list("entity_id", flat=True))
+    source = SourceRef(message_id=message.id, conversation_id=message.conversation_id, external_ref=message.external_ref)
+    org = message.org
+    if _episode_exists(message) is None:
+        outcome = memory_write(MemoryInput(
+            org=org, user_id=message.user_id, kind="episode",
+            assertion="user_stated" if message.role == "user" else "model_suggestion",
+            content=message.content, scope="user", conversation_id=message.conversation_id, importance=0.3,
+            occurred_at=message.occurred_at, created_at=message.occurred_at, entity_ids=entity_ids, sources=[source],
+            created_by="extractor", actor=f"extractor:{message.role}",
+        ))
+        counts[f"episode_{outcome.action}"] = 1
+    for candidate in result.candidates:
+        if candidate.operation == "NOOP":
+            continue
+        task_scope = candidate.scope == "task"
+        valid_to = candidate.valid_to
+        if task_scope and valid_to is None:
+            valid_to = message.occurred_at + timedelta(hours=settings.TASK_MEMORY_TTL_HOURS)
+        outcome = memory_write(MemoryInput(
+            org=org, user_id=message.user_id, kind=candidate.kind, content=candidate.content,
+            assertion=candidate.assertion, slot_key=candidate.slot_key, scope="task" if task_scope else "user",
+            conversation_id=message.conversation_id, importance=candidate.importance,
+            valid_from=candidate.valid_from, valid_to=valid_to,
+            occurred_at=candidate.occurred_at or (message.occurred_at if candidate.kind == "event" else None),
+            created_at=message.occurred_at, entity_ids=entity_ids, sources=[source], created_by="extractor",
+            actor=result.produced_by, change=candidate.change,
+            supersedes=[short_to_id[s] for s in candidate.supersedes if s in short_to_id],
+        ))
+        counts[outcome.action] = counts.get(outcome.action, 0) + 1
+    message_mark_extracted(message_id=message.id)
+    logger.info("extracted message=%s by=%s outcomes=%s", message.id, result.produced_by, counts)
+    return counts
+
+
+def messages_extract(*, message_ids: list[int], reextract: bool = False) -> dict:
+    totals: dict[str, int] = {}
+    for message in Message.objects.filter(id__in=message_ids).select_related("org").order_by("conversation_id", "seq"):
+        for key, value in message_extract(message, reextract=reextract).items():
+            totals[key] = totals.get(key, 0) + value
+    return totals
+
+
+def conversation_reextract(*, conversation_id: int) -> dict:
+    """Maintenance: run extraction again over every message (forget rules still apply)."""
+    ids = list(Message.objects.filter(conversation_id=conversation_id).order_by("seq").values_list("id", flat=True))
+    return messages_extract(message_ids=ids, reextract=True)
+
+
+def source_memories_for_messages(message_ids: list[int]) -> list[int]:
+    return list(MemorySource.objects.filter(message_id__in=message_ids).values_list("memory_id", flat=True).distinct())
+
+
+def pending_extraction(*, older_than_seconds: int = 60) -> list[int]:
+    """Messages whose extraction never ran (a lost task): the reconcile job queues them again."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    return list(Message.objects.filter(extracted_at__isnull=True, created_at__lt=cutoff)
+                .filter(Q(role__in=EXTRACTABLE_ROLES)).values_list("id", flat=True)[:1000])

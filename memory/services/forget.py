@@ -1,0 +1,175 @@
+"""Forgetting for good (DESIGN §9): redact content, delete vectors and cache entries, leave a
+ForgetRule fingerprint so extraction cannot bring it back, audit without content.
+
+Execution works memory by memory in short transactions and skips what is already forgotten, so a
+worker that dies midway can simply run the request again (idempotent and resumable).
+"""
+import logging
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from conversations.models import Conversation, HistorySummary, Message
+from conversations.services import messages_redact
+from memory.cache import memory_cache, user_generation_bump
+from memory.models import ForgetRequest, ForgetRule, Memory, MemoryEmbedding, MemorySource, MemoryVersion
+from memory.selectors.recall import RecallQuery, recall
+from memory.textnorm import content_hash
+from tenancy.models import Org
+from tenancy.services import audit_record
+
+logger = logging.getLogger(__name__)
+
+
+def forget_preview(*, org: Org, user_id: str, query: str, k: int = 20) -> list[tuple[Memory, float]]:
+    """What "forget what matches this query" would remove: relevant memories, plus the episodes they
+    came from and the memories derived from matched episodes (so nothing of it survives elsewhere)."""
+    result = recall(RecallQuery(org=org, user_id=user_id, query=query, k=k, include_episodes=True))
+    matched = {i.memory.id: (i.memory, i.parts["relevance"]) for i in result.items
+               if i.parts["relevance"] >= settings.FORGET_PREVIEW_MIN_RELEVANCE}
+    message_ids = set(MemorySource.objects.filter(memory_id__in=matched, message_id__isnull=False)
+                      .values_list("message_id", flat=True))
+    related = Memory.objects.filter(org=org, user_id=user_id, status="active", sources__message_id__in=message_ids)
+    for memory in related.distinct():
+        if memory.id not in matched:
+            matched[memory.id] = (memory, 0.0)
+    return sorted(matched.values(), key=lambda pair: -pair[1])
+
+
+def forget_request_create(*, org: Org, subject_user: str, requested_by: str, target: str, memory_ids: list[int] | None = None,
+                          query: str = "", include_messages: bool = False, via: str = "api") -> ForgetRequest:
+    owned = list(Memory.objects.filter(org=org, user_id=subject_user, id__in=memory_ids or []).values_list("id", flat=True))
+    request = ForgetRequest.objects.create(
+        org=org, subject_user=subject_user, requested_by=requested_by[:200], requested_via=via, target=target,
+        memory_id=owned[0] if target == "memory" and owned else None, query=query, matched_ids=owned,
+        include_messages=include_messages)
+    audit_record(org=org, actor=requested_by, actor_kind="operator" if via == "console" else "api",
+                 action="forget.request", target_type="forget_request", target_id=str(request.id),
+                 detail={"target": target, "memories": len(owned)})
+    if via == "api" and not org.forget_requires_approval:
+        forget_request_decide(request=request, approve=True, operator="auto-approve")
+    return request
+
+
+def forget_request_decide(*, request: ForgetRequest, approve: bool, operator: str) -> ForgetRequest:
+    if request.status != "pending":
+        return request
+    request.status = "approved" if approve else "rejected"
+    request.operator, request.decided_at = operator[:200], timezone.now()
+    if not approve:
+        request.query = ""  # nothing will be forgotten; the query text need not be kept either
+    request.save(update_fields=["status", "operator", "decided_at", "query"])
+    audit_record(org=request.org, actor=operator, actor_kind="operator" if operator != "auto-approve" else "system",
+                 action="forget.approve" if approve else "forget.reject", target_type="forget_request",
+                 target_id=str(request.id))
+    if approve:
+        from memory.enqueue import enqueue
+        from memory.tasks import forget_request_execute as forget_request_execute_task
+
+        transaction.on_commit(lambda: enqueue(forget_request_execute_task, request.id))
+    return request
+
+
+def _memory_forget(memory_id: int, request: ForgetRequest | None) -> tuple[bool, list[int]]:
+    """Forget one memory. Returns (changed, source message ids)."""
+    with transaction.atomic():
+        memory = Memory.objects.select_for_update().filter(id=memory_id).first()
+        if memory is None:
+            return False, []
+        message_ids = list(MemorySource.objects.filter(memory=memory, message_id__isnull=False)
+                           .values_list("message_id", flat=True))
+        if memory.status == "forgotten":
+            return False, message_ids
+        vectors = {row.model_id: row.vector for row in MemoryEmbedding.objects.filter(memory=memory)}
+        hashes = set(MemoryVersion.objects.filter(memory=memory).values_list("content_hash", flat=True)) | {memory.content_hash}
+        model_id, blob = next(iter(vectors.items()), ("", None))
+        ForgetRule.objects.bulk_create([
+            ForgetRule(org_id=memory.org_id, user_id=memory.user_id, fingerprint=h, embedding=blob, embedding_model=model_id,
+                       slot_key=memory.slot_key, request=request) for h in hashes])
+        MemoryVersion.objects.filter(memory=memory).update(content="", redacted=True)
+        MemoryEmbedding.objects.filter(memory=memory).delete()
+        Memory.objects.filter(id=memory.id).update(
+            content="", status="forgotten", active_hash=None, invalidated_at=timezone.now(), invalid_reason="forgotten",
+            version=memory.version + 1)
+        audit_record(org=memory.org, actor=f"forget_request:{request.id}" if request else "system", actor_kind="system",
+                     action="memory.forget", target_type="memory", target_id=str(memory.id),
+                     detail={"version": memory.version + 1})
+        new_version = memory.version + 1
+        org_id, user_id = memory.org_id, memory.user_id
+    _drop_projections(org_id, user_id, memory_id, new_version)
+    return True, message_ids
+
+
+def _drop_projections(org_id: int, user_id: str, memory_id: int, version: int) -> None:
+    """Physically delete the point now; the queued sync confirms it (and retries if the index is down)."""
+    from memory.enqueue import enqueue
+    from memory.tasks import memory_sync as memory_sync_task
+    from memory.vector_index import VectorIndexUnavailable, get_vector_index
+
+    try:
+        index = get_vector_index()
+        for name in index.collections():
+            index.delete([memory_id], collection=name)
+        Memory.objects.filter(id=memory_id, projected_version__lt=version).update(projected_version=version)
+    except VectorIndexUnavailable:
+        enqueue(memory_sync_task, memory_id, version)
+    memory_cache.delete(org_id, user_id, [memory_id])
+    user_generation_bump(org_id, user_id)
+
+
+def forget_request_execute(*, request_id: int) -> ForgetRequest:
+    request = ForgetRequest.objects.select_related("org").get(id=request_id)
+    if request.status != "approved":
+        return request
+    org, user_id = request.org, request.subject_user
+    if request.target == "user":
+        ids = list(Memory.objects.filter(org=org, user_id=user_id).values_list("id", flat=True))
+    else:
+        ids = list(Memory.objects.filter(org=org, user_id=user_id, id__in=request.matched_ids).values_list("id", flat=True))
+    forgotten, message_ids = 0, set()
+    for memory_id in ids:
+        changed, sources = _memory_forget(memory_id, request)
+        forgotten += changed
+        message_ids.update(sources)
+    redacted = 0
+    if request.include_messages or request.target == "user":
+        if request.target == "user":
+            message_ids |= set(Message.objects.filter(org=org, conversation__owner_user=user_id).values_list("id", flat=True))
+        # Whatever else was derived from those messages goes too, then the messages themselves.
+        derived = set(MemorySource.objects.filter(message_id__in=message_ids).values_list("memory_id", flat=True))
+        for memory_id in derived - set(ids):
+            forgotten += _memory_forget(memory_id, request)[0]
+        redacted = messages_redact(message_ids=list(message_ids))
+        if request.target == "user":
+            HistorySummary.objects.filter(conversation__org=org, conversation__owner_user=user_id).delete()
+    if request.target == "user":
+        memory_cache.drop_user(org.id, user_id)
+    request.status, request.executed_at, request.query = "executed", timezone.now(), ""
+    request.result = {"memories_forgotten": forgotten, "messages_redacted": redacted}
+    request.save(update_fields=["status", "executed_at", "query", "result"])
+    audit_record(org=org, actor=f"forget_request:{request.id}", actor_kind="system", action="forget.execute",
+                 target_type="forget_request", target_id=str(request.id), detail=request.result)
+    logger.info("forget request executed id=%s result=%s", request.id, request.result)
+    return request
+
+
+def org_purge(*, org: Org, actor: str) -> dict:
+    """Remove an org and everything it owns: rows (cascade), vectors and cache entries."""
+    from memory.vector_index import VectorIndexUnavailable, get_vector_index
+
+    ids = list(Memory.objects.filter(org=org).values_list("id", flat=True))
+    users = set(Memory.objects.filter(org=org).values_list("user_id", flat=True))
+    try:
+        index = get_vector_index()
+        for name in index.collections():
+            index.delete(ids, collection=name)
+    except VectorIndexUnavailable:
+        logger.warning("org purge: vector index down; reconcile will delete orphan points org=%s", org.id)
+    for user_id in users:
+        memory_cache.drop_user(org.id, user_id)
+    counts = {"memories": len(ids), "conversations": Conversation.objects.filter(org=org).count()}
+    audit_record(org=org, actor=actor, actor_kind="operator", action="org.purge", target_type="org", target_id=str(org.id),
+                 detail=counts)
+    org.delete()
+    return counts

@@ -1,0 +1,283 @@
+"""Create, update, invalidate memories: the tiers of the write path (DESIGN §5).
+
+Order of cost: forget rules → exact dedup (normalised hash) → semantic dedup (cosine ≥ duplicate
+threshold: skip and touch) → supersede (same subject: slot key or entity) → ADD. Decisions for one
+user are serialised by locking that user's MemoryWriteLock row, so two workers extracting the same
+fact at once never both ADD; the unique index on active_hash is the backstop.
+"""
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from memory.models import EntityLink, Memory, MemoryEmbedding, MemorySource, MemoryVersion, MemoryWriteLock
+from memory.textnorm import content_hash
+from memory.thresholds import thresholds_for
+from memory.vectors import active_embedder, from_bytes, to_bytes
+from tenancy.models import Org
+from tenancy.services import audit_record
+
+logger = logging.getLogger(__name__)
+
+SINGLE_VALUED_KINDS = {"preference", "fact", "context"}
+
+
+@dataclass
+class SourceRef:
+    message_id: int | None = None
+    conversation_id: int | None = None
+    external_ref: str | None = None
+
+
+@dataclass
+class MemoryInput:
+    org: Org
+    user_id: str
+    kind: str
+    content: str
+    assertion: str = "user_stated"
+    slot_key: str | None = None
+    scope: str = "user"
+    conversation_id: int | None = None
+    importance: float = 0.5
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    occurred_at: datetime | None = None
+    created_at: datetime | None = None  # the simulated/business time the memory became known
+    entity_ids: list[int] = field(default_factory=list)
+    sources: list[SourceRef] = field(default_factory=list)
+    created_by: str = "api"
+    actor: str = ""
+    change: str | None = None  # correction | migration | update: replaces the same slot's older value
+    supersedes: list[int] = field(default_factory=list)  # memory ids an LLM said this replaces
+
+
+@dataclass
+class WriteOutcome:
+    action: str  # added | duplicate | superseded | blocked
+    memory: Memory | None
+    superseded: list[int] = field(default_factory=list)
+    similarity: float | None = None
+
+
+def _enqueue_sync(memory_ids_versions: list[tuple[int, int]], org_id: int, user_id: str) -> None:
+    from memory.cache import user_generation_bump
+    from memory.enqueue import enqueue
+    from memory.tasks import memory_sync as memory_sync_task
+
+    def fire():
+        user_generation_bump(org_id, user_id)
+        for memory_id, version in memory_ids_versions:
+            enqueue(memory_sync_task, memory_id, version)
+
+    transaction.on_commit(fire)
+
+
+def _lock_user(org: Org, user_id: str) -> None:
+    MemoryWriteLock.objects.get_or_create(org=org, user_id=user_id)
+    MemoryWriteLock.objects.select_for_update().get(org=org, user_id=user_id)
+
+
+def _forget_rule_blocks(inp: MemoryInput, digest: str, vector: np.ndarray, model_id: str) -> bool:
+    from memory.models import ForgetRule
+
+    rules = ForgetRule.objects.filter(org=inp.org).filter(Q(user_id=inp.user_id) | Q(user_id__isnull=True))
+    threshold = thresholds_for(model_id).forget
+    for fingerprint, blob, rule_model in rules.values_list("fingerprint", "embedding", "embedding_model"):
+        if fingerprint == digest:
+            return True
+        if blob and rule_model == model_id and float(np.dot(from_bytes(blob), vector)) >= threshold:
+            return True
+    return False
+
+
+def _similar_active(inp: MemoryInput, vector: np.ndarray, model_id: str) -> list[tuple[Memory, float]]:
+    """Active memories of the same user, kind and scope, scored by cosine: every one with the same
+    slot key plus the most recent SEMANTIC_DEDUP_WINDOW others (bounded work per write)."""
+    base = Memory.objects.filter(org=inp.org, user_id=inp.user_id, kind=inp.kind, scope=inp.scope, status="active")
+    if inp.scope == "task":
+        base = base.filter(conversation_id=inp.conversation_id)
+    ids = list(base.order_by("-id").values_list("id", flat=True)[: settings.SEMANTIC_DEDUP_WINDOW])
+    if inp.slot_key:
+        ids += list(base.filter(slot_key=inp.slot_key).values_list("id", flat=True))
+    if not ids:
+        return []
+    rows = {m.id: m for m in Memory.objects.filter(id__in=set(ids))}
+    scored = []
+    for memory_id, blob in MemoryEmbedding.objects.filter(memory_id__in=rows, model_id=model_id).values_list("memory_id", "vector"):
+        scored.append((rows[memory_id], float(np.dot(from_bytes(blob), vector))))
+    scored.sort(key=lambda pair: -pair[1])
+    return scored
+
+
+def _add_sources(memory: Memory, version: MemoryVersion, sources: list[SourceRef]) -> None:
+    MemorySource.objects.bulk_create([
+        MemorySource(memory=memory, version=version, message_id=s.message_id, conversation_id=s.conversation_id,
+                     external_ref=s.external_ref) for s in sources
+    ])
+
+
+def _link_entities(memory: Memory, entity_ids: list[int]) -> None:
+    EntityLink.objects.bulk_create([EntityLink(memory=memory, entity_id=e) for e in set(entity_ids)], ignore_conflicts=True)
+
+
+def _store_embedding(memory: Memory, vector: np.ndarray, model_id: str) -> None:
+    MemoryEmbedding.objects.update_or_create(memory=memory, model_id=model_id,
+                                             defaults={"version": memory.version, "vector": to_bytes(vector)})
+
+
+def _touch_duplicate(existing: Memory, inp: MemoryInput) -> None:
+    """A restatement confirms the memory: count it and keep where it was said again."""
+    Memory.objects.filter(id=existing.id).update(access_count=F("access_count") + 1)
+    if inp.sources:
+        version = existing.versions.order_by("-n").first()
+        _add_sources(existing, version, inp.sources)
+    _link_entities(existing, inp.entity_ids)
+
+
+def _supersede_targets(inp: MemoryInput, similar: list[tuple[Memory, float]], sup_threshold: float) -> list[Memory]:
+    if inp.kind == "episode":
+        return []
+    targets = {m.id: m for m in Memory.objects.filter(id__in=inp.supersedes, org=inp.org, user_id=inp.user_id,
+                                                      status="active")}
+    slot_replaces = inp.slot_key and (inp.kind in SINGLE_VALUED_KINDS or inp.change)
+    entity_ids = set(inp.entity_ids)
+    for memory, sim in similar:
+        if slot_replaces and memory.slot_key == inp.slot_key:
+            targets[memory.id] = memory
+        elif entity_ids and inp.kind in SINGLE_VALUED_KINDS and sim >= sup_threshold and \
+                entity_ids & set(memory.entity_links.values_list("entity_id", flat=True)):
+            targets[memory.id] = memory
+    return list(targets.values())
+
+
+def memory_write(inp: MemoryInput, *, dedup: bool = True) -> WriteOutcome:
+    """The write path for one candidate (extracted or explicit)."""
+    if len(inp.content) > settings.MAX_MEMORY_CHARS:
+        inp.content = inp.content[: settings.MAX_MEMORY_CHARS]
+    digest = content_hash(inp.content)
+    embedder = active_embedder()
+    vector = embedder.encode_one(inp.content)  # slow call, made before taking the lock
+    limits = thresholds_for(embedder.model_id)
+    with transaction.atomic():
+        _lock_user(inp.org, inp.user_id)
+        if _forget_rule_blocks(inp, digest, vector, embedder.model_id):
+            logger.info("memory write blocked by forget rule org=%s", inp.org.id)
+            return WriteOutcome("blocked", None)
+        if dedup and inp.kind != "episode":
+            existing = Memory.objects.filter(org=inp.org, user_id=inp.user_id, kind=inp.kind, active_hash=digest).first()
+            if existing is not None:
+                _touch_duplicate(existing, inp)
+                return WriteOutcome("duplicate", existing, similarity=1.0)
+        similar = _similar_active(inp, vector, embedder.model_id) if dedup and inp.kind != "episode" else []
+        if similar and similar[0][1] >= limits.duplicate:
+            _touch_duplicate(similar[0][0], inp)
+            return WriteOutcome("duplicate", similar[0][0], similarity=similar[0][1])
+        targets = _supersede_targets(inp, similar, limits.supersede) if dedup else []
+        reason = "CORRECT" if inp.change == "correction" else ("SUPERSEDE" if targets else "ADD")
+        try:
+            with transaction.atomic():
+                memory = _create_row(inp, digest, reason)
+        except IntegrityError:
+            existing = Memory.objects.filter(org=inp.org, user_id=inp.user_id, kind=inp.kind, active_hash=digest).first()
+            if existing is None:
+                raise
+            _touch_duplicate(existing, inp)
+            return WriteOutcome("duplicate", existing, similarity=1.0)
+        _store_embedding(memory, vector, embedder.model_id)
+        superseded = []
+        for old in targets:
+            Memory.objects.filter(id=old.id).update(status="superseded", superseded_by=memory, active_hash=None,
+                                                    version=F("version") + 1, updated_at=timezone.now())
+            superseded.append(old.id)
+        versions = dict(Memory.objects.filter(id__in=superseded).values_list("id", "version"))
+        _enqueue_sync([(memory.id, memory.version)] + list(versions.items()), inp.org.id, inp.user_id)
+        for old_id in superseded:
+            audit_record(org=inp.org, actor=inp.actor or inp.created_by, actor_kind="system" if inp.created_by == "extractor" else "api",
+                         action="memory.supersede", target_type="memory", target_id=str(old_id),
+                         detail={"superseded_by": memory.id})
+    logger.info("memory written id=%s v=%s reason=%s superseded=%s", memory.id, memory.version, reason, superseded)
+    return WriteOutcome("superseded" if superseded else "added", memory, superseded=superseded)
+
+
+def _create_row(inp: MemoryInput, digest: str, reason: str) -> Memory:
+    created_at = inp.created_at or timezone.now()
+    memory = Memory(
+        org=inp.org, user_id=inp.user_id, scope=inp.scope, conversation_id=inp.conversation_id, kind=inp.kind,
+        assertion=inp.assertion, slot_key=inp.slot_key or None, status="active", content=inp.content,
+        content_hash=digest, active_hash=None if inp.kind == "episode" else digest, importance=inp.importance,
+        valid_from=inp.valid_from, valid_to=inp.valid_to, occurred_at=inp.occurred_at, created_at=created_at,
+        created_by=inp.created_by, version=1,
+    )
+    memory.full_clean(validate_unique=False, validate_constraints=False)
+    memory.save()
+    version = MemoryVersion.objects.create(memory=memory, n=1, content=inp.content, content_hash=digest,
+                                           created_by=inp.created_by, actor=inp.actor[:200], reason=reason)
+    _add_sources(memory, version, inp.sources)
+    _link_entities(memory, inp.entity_ids)
+    return memory
+
+
+def memory_create(inp: MemoryInput) -> WriteOutcome:
+    return memory_write(inp, dedup=True)
+
+
+def memory_update(*, memory_id: int, content: str, actor: str, created_by: str = "api", reason: str = "UPDATE",
+                  sources: list[SourceRef] | None = None, importance: float | None = None,
+                  valid_from: datetime | None = None, valid_to: datetime | None = None) -> Memory:
+    """Adds a version; earlier versions are never rewritten."""
+    embedder = active_embedder()
+    vector = embedder.encode_one(content)
+    digest = content_hash(content)
+    with transaction.atomic():
+        memory = Memory.objects.select_for_update().get(id=memory_id)  # serialise concurrent edits
+        if memory.status != "active":
+            raise ValueError("only active memories can be updated")
+        n = memory.versions.count() + 1
+        memory.content, memory.content_hash = content, digest
+        memory.active_hash = None if memory.kind == "episode" else digest
+        memory.version += 1
+        fields = ["content", "content_hash", "active_hash", "version", "updated_at"]
+        for name, value in (("importance", importance), ("valid_from", valid_from), ("valid_to", valid_to)):
+            if value is not None:
+                setattr(memory, name, value)
+                fields.append(name)
+        memory.full_clean(validate_unique=False, validate_constraints=False)
+        memory.save(update_fields=fields)
+        version = MemoryVersion.objects.create(memory=memory, n=n, content=content, content_hash=digest,
+                                               created_by=created_by, actor=actor[:200], reason=reason)
+        _add_sources(memory, version, sources or [])
+        _store_embedding(memory, vector, embedder.model_id)
+        audit_record(org=memory.org, actor=actor, actor_kind="operator" if created_by == "operator" else "api",
+                     action="memory.update", target_type="memory", target_id=str(memory.id), detail={"version": memory.version})
+        _enqueue_sync([(memory.id, memory.version)], memory.org_id, memory.user_id)
+    return memory
+
+
+def memory_invalidate(*, memory_id: int, reason: str, actor: str, actor_kind: str = "api",
+                      status: str = "invalidated") -> Memory:
+    with transaction.atomic():
+        memory = Memory.objects.select_for_update().get(id=memory_id)
+        if memory.status == status:
+            return memory  # idempotent
+        memory.status, memory.active_hash = status, None
+        memory.invalidated_at, memory.invalid_reason = timezone.now(), reason[:50]
+        memory.version += 1
+        memory.save(update_fields=["status", "active_hash", "invalidated_at", "invalid_reason", "version", "updated_at"])
+        audit_record(org=memory.org, actor=actor, actor_kind=actor_kind, action=f"memory.{status}",
+                     target_type="memory", target_id=str(memory.id), detail={"reason": reason[:50], "version": memory.version})
+        _enqueue_sync([(memory.id, memory.version)], memory.org_id, memory.user_id)
+    return memory
+
+
+def memory_touch(*, memory_ids: list[int], at: datetime | None = None) -> int:
+    """Access statistics: atomic increments, no read-modify-write race between concurrent recalls."""
+    if not memory_ids:
+        return 0
+    return Memory.objects.filter(id__in=memory_ids).update(access_count=F("access_count") + 1,
+                                                           last_accessed_at=at or timezone.now())

