@@ -1,9 +1,14 @@
-"""Enqueue projection work without ever failing the write that caused it.
+"""Enqueue follow-up work without failing the write that caused it.
 
-The write has committed; if the broker (or, when eager, the vector index) is down, the row simply
-stays with projected_version < version and the reconcile beat job drives it again later.
+The write has committed; if the broker (or, when tasks run eagerly, the vector index) is down, the
+row stays with projected_version < version (or the message unextracted) and the reconcile beat job
+drives it again later. Anything else is a bug and propagates.
 """
 import logging
+
+from kombu.exceptions import OperationalError as BrokerError
+
+from memory.vector_index import VectorIndexUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -12,6 +17,6 @@ def enqueue(task, *args) -> bool:
     try:
         task.delay(*args)
         return True
-    except Exception as exc:
+    except (BrokerError, ConnectionError, VectorIndexUnavailable) as exc:
         logger.warning("enqueue %s failed (%s); reconcile will repair args=%s", task.name, type(exc).__name__, args)
         return False

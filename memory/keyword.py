@@ -1,6 +1,7 @@
 """Keyword search over a user's active memories: BM25 (rank-bm25) on jieba tokens for Chinese and
 lowercase words for English. One index per (org, user), built on demand from MySQL and kept in
 process until that user's memory generation changes (any write bumps it, in the shared cache)."""
+import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -15,11 +16,20 @@ from memory.models import Memory
 MAX_INDEXES = 256  # users kept in process (LRU)
 
 
+class _LuceneBM25(BM25Okapi):
+    """BM25 with Lucene's idf, log(1 + (N - n + 0.5) / (n + 0.5)): never negative, so a term that
+    appears in most of a small corpus (a new user's few memories) still scores above zero."""
+
+    def _calc_idf(self, nd):
+        for word, freq in nd.items():
+            self.idf[word] = math.log(1 + (self.corpus_size - freq + 0.5) / (freq + 0.5))
+
+
 @dataclass
 class _UserIndex:
     generation: int
     ids: np.ndarray
-    bm25: BM25Okapi | None
+    bm25: _LuceneBM25 | None
 
 
 _indexes: "OrderedDict[tuple[int, str], _UserIndex]" = OrderedDict()
@@ -44,7 +54,7 @@ def _build(org_id: int, user_id: str, generation: int) -> _UserIndex:
     if not rows:
         return _UserIndex(generation, np.array([], dtype=np.int64), None)
     corpus = [terms(content) or ["∅"] for _, content in rows]
-    return _UserIndex(generation, np.array([r[0] for r in rows], dtype=np.int64), BM25Okapi(corpus))
+    return _UserIndex(generation, np.array([r[0] for r in rows], dtype=np.int64), _LuceneBM25(corpus))
 
 
 def _index_for(org_id: int, user_id: str) -> _UserIndex:

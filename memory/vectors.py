@@ -13,15 +13,20 @@ def active_embedder() -> Embedder:
 
 
 def active_collection() -> str:
-    """The live collection name; created (and made live) on first use."""
+    """The live collection name; created (and made live, in the DB and the index) on first use."""
     from memory.models import VectorCollection
+    from memory.vector_index import get_vector_index
 
     live = VectorCollection.live()
-    if live is not None:
-        return live.name
-    embedder = get_embedder(settings.EMBEDDING_MODEL)
-    return VectorCollection.ensure_live(model_name=settings.EMBEDDING_MODEL, model_id=embedder.model_id,
-                                        dim=embedder.dim, name=collection_name_for(embedder)).name
+    if live is None:
+        embedder = get_embedder(settings.EMBEDDING_MODEL)
+        live = VectorCollection.ensure_live(model_name=settings.EMBEDDING_MODEL, model_id=embedder.model_id,
+                                            dim=embedder.dim, name=collection_name_for(embedder))
+    index = get_vector_index()
+    index.ensure_collection(live.name, live.dim)  # cheap once per process
+    if index.live_collection() != live.name:
+        index.set_live(live.name)
+    return live.name
 
 
 def to_bytes(vector: np.ndarray) -> bytes:

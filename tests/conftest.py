@@ -51,7 +51,10 @@ def _eager_celery(request):
 def _clear_cache():
     from django.core.cache import cache
 
+    from memory import keyword
+
     cache.clear()
+    keyword.clear()
     yield
 
 
@@ -75,9 +78,20 @@ def other_org(db):
     return org_get_or_create(slug="globex")
 
 
+class CommitClient(APIClient):
+    """Runs the on-commit callbacks of each request when it returns, as a real commit would, even
+    inside the test's wrapping transaction (so projections and extraction follow each call)."""
+
+    def request(self, **kwargs):
+        from django.test import TestCase
+
+        with TestCase.captureOnCommitCallbacks(execute=True):
+            return super().request(**kwargs)
+
+
 def make_client(org, user: str | None = "u1") -> APIClient:
     _, raw = api_key_create(org=org, name="test")
-    client = APIClient()
+    client = CommitClient()
     headers = {"HTTP_AUTHORIZATION": f"Bearer {raw}"}
     if user is not None:
         headers["HTTP_X_MEMORY_USER"] = user

@@ -206,6 +206,7 @@ def recall(q: RecallQuery) -> RecallResult:
                                 entity_ids=links.get(memory_id, [])))
         if len(items) >= k:
             break
+    result.items = items
     result.timings_ms["back_check_rank"] = (time.perf_counter() - t0) * 1000
     if q.explain:
         result.stages.append({"stage": "dedup", "dropped": dedup_dropped})
