@@ -50,10 +50,13 @@ def terms(text: str) -> list[str]:
 
 
 def _build(org_id: int, user_id: str, generation: int) -> _UserIndex:
-    rows = list(Memory.objects.filter(org_id=org_id, user_id=user_id, status="active").values_list("id", "content"))
+    rows = list(Memory.objects.filter(org_id=org_id, user_id=user_id, status="active")
+                .values_list("id", "content", "slot_key"))
     if not rows:
         return _UserIndex(generation, np.array([], dtype=np.int64), None)
-    corpus = [terms(content) or ["∅"] for _, content in rows]
+    # The slot key names the subject ("fact:用户.住址"), so "我的住址" finds "我家住在…文三路".
+    corpus = [(terms(content) + terms((slot or "").split(":", 1)[-1].replace(".", " "))) or ["∅"]
+              for _, content, slot in rows]
     return _UserIndex(generation, np.array([r[0] for r in rows], dtype=np.int64), _LuceneBM25(corpus))
 
 

@@ -149,7 +149,8 @@ class CaseRunner:
             else:
                 preview = self.call(client, "post", "/api/v1/forget/preview", {"query": step["query"]}, "forget")
                 ids = [m["id"] for m in preview["matches"]]
-                self.call(client, "post", "/api/v1/forget", {"query": step["query"], "memory_ids": ids}, "forget")
+                if ids:  # nothing matched: there is nothing to forget
+                    self.call(client, "post", "/api/v1/forget", {"query": step["query"], "memory_ids": ids}, "forget")
         elif op == "reextract":
             conversation_id = self.conversation(org, user, step["session"])
             self.call(client, "post", f"/api/v1/conversations/{conversation_id}/reextract", {}, "reextract")

@@ -25,6 +25,7 @@ from tenancy.services import audit_record
 logger = logging.getLogger(__name__)
 
 SINGLE_VALUED_KINDS = {"preference", "fact", "context"}
+SAME_SLOT_DUPLICATE = 0.97  # within one slot only a near-verbatim restatement is a duplicate
 
 
 @dataclass
@@ -140,6 +141,21 @@ def _touch_duplicate(existing: Memory, inp: MemoryInput) -> None:
     _link_entities(existing, inp.entity_ids)
 
 
+def _semantic_duplicate(inp: MemoryInput, similar: list[tuple[Memory, float]], threshold: float):
+    """The most similar memory if it says the same thing. Within one slot the embedding cannot
+    tell values apart (佳木斯 vs 齐齐哈尔 score 0.9), so a same-slot memory counts as a duplicate
+    only when nearly identical and the candidate does not announce a change; otherwise the
+    supersede tier decides."""
+    for memory, sim in similar:
+        if sim < threshold:
+            return None
+        same_slot = inp.slot_key and memory.slot_key == inp.slot_key and inp.kind in SINGLE_VALUED_KINDS
+        if same_slot and (inp.change or sim < SAME_SLOT_DUPLICATE):
+            continue
+        return memory, sim
+    return None
+
+
 def _supersede_targets(inp: MemoryInput, similar: list[tuple[Memory, float]], sup_threshold: float) -> list[Memory]:
     if inp.kind == "episode":
         return []
@@ -175,9 +191,10 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True) -> WriteOutcome:
                 _touch_duplicate(existing, inp)
                 return WriteOutcome("duplicate", existing, similarity=1.0)
         similar = _similar_active(inp, vector, embedder.model_id) if dedup and inp.kind != "episode" else []
-        if similar and similar[0][1] >= limits.duplicate:
-            _touch_duplicate(similar[0][0], inp)
-            return WriteOutcome("duplicate", similar[0][0], similarity=similar[0][1])
+        duplicate = _semantic_duplicate(inp, similar, limits.duplicate)
+        if duplicate is not None:
+            _touch_duplicate(duplicate[0], inp)
+            return WriteOutcome("duplicate", duplicate[0], similarity=duplicate[1])
         targets = _supersede_targets(inp, similar, limits.supersede) if dedup else []
         reason = "CORRECT" if inp.change == "correction" else ("SUPERSEDE" if targets else "ADD")
         try:
