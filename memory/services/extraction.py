@@ -9,7 +9,7 @@ from django.utils import timezone
 from conversations.models import EntityMention, Message
 from conversations.services import message_mark_do_not_remember, message_mark_extracted
 from memory.models import Memory, MemorySource
-from memory.services.memories import MemoryInput, SourceRef, memory_invalidate, memory_write
+from memory.services.memories import MemoryInput, SourceRef, memory_invalidate, memory_restated, memory_write
 
 logger = logging.getLogger(__name__)
 
@@ -77,13 +77,11 @@ def message_extract(message: Message, *, reextract: bool = False) -> dict:
         ))
         counts[f"episode_{outcome.action}"] = 1
     for candidate in result.candidates:
-        if candidate.operation == "NOOP":
-            continue
         task_scope = candidate.scope == "task"
         valid_to = candidate.valid_to
         if task_scope and valid_to is None:
             valid_to = message.occurred_at + timedelta(hours=settings.TASK_MEMORY_TTL_HOURS)
-        outcome = memory_write(MemoryInput(
+        inp = MemoryInput(
             org=org, user_id=message.user_id, kind=candidate.kind, content=candidate.content,
             assertion=candidate.assertion, slot_key=candidate.slot_key, scope="task" if task_scope else "user",
             conversation_id=message.conversation_id, importance=candidate.importance,
@@ -92,8 +90,12 @@ def message_extract(message: Message, *, reextract: bool = False) -> dict:
             created_at=message.occurred_at, entity_ids=entity_ids, sources=[source], created_by="extractor",
             actor=result.produced_by, change=candidate.change,
             supersedes=[short_to_id[s] for s in candidate.supersedes if s in short_to_id],
-        ))
-        counts[outcome.action] = counts.get(outcome.action, 0) + 1
+        )
+        if candidate.operation == "NOOP":
+            action = "restated" if memory_restated(inp) is not None else "noop"
+        else:
+            action = memory_write(inp).action
+        counts[action] = counts.get(action, 0) + 1
     message_mark_extracted(message_id=message.id)
     logger.info("extracted message=%s by=%s outcomes=%s", message.id, result.produced_by, counts)
     return counts

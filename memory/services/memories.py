@@ -240,6 +240,20 @@ def _create_row(inp: MemoryInput, digest: str, reason: str) -> Memory:
     return memory
 
 
+def memory_restated(inp: MemoryInput) -> Memory | None:
+    """The extractor saw a restatement of a stored memory (NOOP): write nothing, but keep where it
+    was said again, so provenance and frequency follow the user's words."""
+    if not inp.slot_key:
+        return None
+    with transaction.atomic():
+        _lock_user(inp.org, inp.user_id)
+        existing = Memory.objects.filter(org=inp.org, user_id=inp.user_id, kind=inp.kind, slot_key=inp.slot_key,
+                                         status="active").order_by("-id").first()
+        if existing is not None:
+            _touch_duplicate(existing, inp)
+    return existing
+
+
 def memory_create(inp: MemoryInput) -> WriteOutcome:
     return memory_write(inp, dedup=True)
 
