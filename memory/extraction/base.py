@@ -1,0 +1,133 @@
+"""Extraction contract: what the write path hands to an extractor and what it gets back.
+
+Pure Python on purpose (no models, no ORM): extraction runs inside Celery workers and in the
+eval runner, and must be testable without a database. Django settings are read lazily, inside
+functions, so importing this package never requires configured settings.
+"""
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+__all__ = [
+    "ASSERTIONS", "CHANGES", "KINDS", "OPERATIONS", "SCOPES",
+    "Candidate", "ExistingMemory", "ExtractionInput", "ExtractionResult", "Extractor",
+    "get_extractor", "setting",
+]
+
+KINDS = frozenset({"preference", "fact", "event", "context", "suggestion"})
+ASSERTIONS = frozenset({"user_stated", "confirmed_event", "model_suggestion"})
+OPERATIONS = frozenset({"ADD", "UPDATE", "NOOP"})
+SCOPES = frozenset({"user", "task"})
+CHANGES = frozenset({"correction", "migration", "update"})
+
+
+@dataclass
+class ExistingMemory:
+    """A related memory shown to the extractor; short_id is a small int, never the DB id."""
+
+    short_id: int
+    kind: str
+    content: str
+    slot_key: str | None = None
+
+
+@dataclass
+class ExtractionInput:
+    role: str  # "user" | "assistant"
+    content: str
+    occurred_at: datetime  # message time (aware)
+    existing: list[ExistingMemory] = field(default_factory=list)
+    recent: list[tuple[str, str]] = field(default_factory=list)  # (role, content), oldest first
+
+
+@dataclass
+class Candidate:
+    """One memory the extractor proposes.
+
+    operation: ADD (new), UPDATE (replaces the existing memories in `supersedes`), NOOP (the
+    message only repeats something already stored: the write path stores nothing; `supersedes`
+    is always empty for NOOP so nothing can be replaced by mistake).
+    """
+
+    kind: str  # preference | fact | event | context | suggestion
+    content: str  # self-contained statement in the user's language
+    assertion: str  # user_stated | confirmed_event | model_suggestion
+    slot_key: str | None  # same subject -> same key across paraphrases and updates
+    scope: str = "user"  # "user" (long-term) | "task" (current task/conversation only)
+    occurred_at: datetime | None = None  # the event's time for events, else None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    importance: float = 0.5
+    operation: str = "ADD"  # ADD | UPDATE | NOOP
+    supersedes: list[int] = field(default_factory=list)  # short ids of existing memories replaced
+    change: str | None = None  # None | "correction" | "migration" | "update"
+
+
+@dataclass
+class ExtractionResult:
+    candidates: list[Candidate]
+    # The message asked not to be remembered: nothing is stored AND the message must be
+    # excluded from episodic recall.
+    do_not_remember: bool = False
+    produced_by: str = "rules"  # "rules" | "llm:<model>:<prompt>" | "rules-fallback"
+
+
+class Extractor(ABC):
+    name: str
+
+    @abstractmethod
+    def extract(self, inp: ExtractionInput) -> ExtractionResult: ...
+
+
+def setting(name: str, default: Any) -> Any:
+    """Read a Django setting at call time; outside a configured Django process use the default.
+
+    Extraction is also used by scripts and pure-Python tests where settings are not configured,
+    so ImproperlyConfigured must not escape from here.
+    """
+    try:
+        from django.conf import settings
+        from django.core.exceptions import ImproperlyConfigured
+    except ImportError:  # pragma: no cover - Django is a hard dependency of the service
+        return default
+    try:
+        return getattr(settings, name, default)
+    except ImproperlyConfigured:
+        return default
+
+
+_cache_lock = threading.Lock()
+_cached: tuple[tuple[Any, ...], Extractor] | None = None
+
+
+def get_extractor() -> Extractor:
+    """The LLM extractor when LLM_BASE_URL is set, else the offline rule extractor.
+
+    The instance is cached per configuration: the LLM extractor keeps a pooled HTTP client and
+    the rule extractor is stateless, but settings may change between tests (override_settings).
+    """
+    global _cached
+    config = (
+        setting("LLM_BASE_URL", ""), setting("LLM_MODEL", ""), setting("LLM_API_KEY", ""),
+        setting("LLM_TIMEOUT", 20.0),
+    )
+    with _cache_lock:
+        if _cached is not None and _cached[0] == config:
+            return _cached[1]
+        if _cached is not None and hasattr(_cached[1], "close"):
+            _cached[1].close()  # the LLM extractor's pooled connections belong to the old endpoint
+        extractor: Extractor
+        if config[0]:
+            from memory.extraction.llm import LLMExtractor
+
+            extractor = LLMExtractor()
+        else:
+            from memory.extraction.rules import RuleExtractor
+
+            extractor = RuleExtractor()
+        _cached = (config, extractor)
+        return extractor

@@ -1,0 +1,342 @@
+"""RuleExtractor: the offline default (zh + en). "The extractor is the gate": a sentence becomes a
+memory only when a cue says it is a standing preference, a fact about the user or organisation,
+a dated event, a correction/change of one of those, a task-only instruction or (for assistant
+turns) a suggestion. Everything else — chit-chat, questions, requests, acknowledgements —
+returns nothing.
+
+Per user sentence the order of the checks matters and is: question -> temporary instruction ->
+correction (strip the preamble and the negated old value, then classify what is left) ->
+standing preference -> request -> change/migration -> future plan -> event -> fact.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, time, timedelta
+
+from memory.extraction.base import Candidate, ExistingMemory, ExtractionInput, ExtractionResult, Extractor
+from memory.extraction.importance import importance_for
+from memory.extraction.lexicon import Lexicon
+from memory.extraction.rules_en import EN
+from memory.extraction.rules_zh import ZH
+from memory.extraction.slots import SlotParts
+from memory.extraction.text import clean, detect_lang, split_sentences, strip_end
+from memory.extraction.timeexpr import TimeRef, find_times, rewrite_times
+
+__all__ = ["RuleExtractor"]
+
+# A memory is one short statement; a sentence longer than this is a paste or a report, and
+# cutting it into a "fact" would store noise.
+MAX_SENTENCE_CHARS = 240
+_PRECISE_GRAINS = ("day", "week", "instant", "recent")
+# "它/这台/this one ..." points back into the conversation; without entity resolution the
+# subject is unknown, so such a sentence is not a standalone fact.
+# Transcripts prefix each line with its speaker ("Caroline: ..."), a Latin name and a colon.
+_SPEAKER = re.compile(r"^(?P<name>[A-Z][A-Za-z'.-]*(?: [A-Z][A-Za-z'.-]*){0,2}):\s+(?=\S)")
+_NOT_SPEAKERS = {"note", "correction", "actually", "remember", "update", "fyi", "ps", "p.s", "reminder", "important",
+                 "warning", "question", "answer", "summary", "re", "subject", "todo", "btw", "also", "edit", "info",
+                 "context", "background", "request", "task", "plan", "status", "result", "error", "hint", "tip"}
+# Trailing bracketed annotations ("[shares a photo: ...]") describe the message, they are not said.
+_ANNOTATION = re.compile(r"\s*\[[^\[\]]{0,300}\]\s*$")
+# Third persons ("他们公司在上海") are about someone else, not the user.
+_DEMONSTRATIVE = re.compile(r"^(?:这|那|它|他|她)|^(?:this|that|it|they|he|she|his|her|their)\b", re.I)
+
+
+@dataclass
+class _Statement:
+    """One classified sentence before it is checked against the existing memories."""
+
+    kind: str
+    content: str
+    assertion: str = "user_stated"
+    scope: str = "user"
+    slot: SlotParts | None = None
+    slot_key: str | None = None
+    change: str | None = None
+    old_values: list[str] = field(default_factory=list)
+    occurred_at: datetime | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    explicit: bool = False
+    new_value: str | None = None  # a subjectless correction ("是齐齐哈尔"): filled from what it corrects
+
+
+def _lexicon(text: str) -> Lexicon:
+    return ZH if detect_lang(text) == "zh" else EN
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[\s，,。.！!？?；;：:、]+", "", text).casefold()
+
+
+class RuleExtractor(Extractor):
+    name = "rules"
+
+    def extract(self, inp: ExtractionInput) -> ExtractionResult:
+        text = clean(inp.content or "")
+        if not text or inp.role not in ("user", "assistant"):
+            return ExtractionResult(candidates=[], produced_by="rules")
+        # Either language's cue counts: "别记这个 ok?" / "don't save this, 谢谢" are common.
+        if inp.role == "user" and (ZH.do_not_remember(text) or EN.do_not_remember(text)):
+            return ExtractionResult(candidates=[], do_not_remember=True, produced_by="rules")
+
+        text = _ANNOTATION.sub("", text)
+        speaker_match = _SPEAKER.match(text)
+        if speaker_match and speaker_match.group("name").lower() in _NOT_SPEAKERS:
+            speaker_match = None
+        speaker = speaker_match.group("name") if speaker_match else None
+        if speaker_match:
+            text = text[speaker_match.end():]
+        statements: list[_Statement] = []
+        for sentence in split_sentences(text):
+            lex = _lexicon(sentence)
+            if inp.role == "assistant":
+                statements.extend(self._assistant(sentence, lex, inp.occurred_at))
+            else:
+                statements.extend(self._user(sentence, lex, inp.occurred_at))
+
+        candidates: list[Candidate] = []
+        seen: set[str] = set()
+        for st in statements:
+            if st.new_value is not None and not self._complete_subjectless(st, inp):
+                continue
+            if speaker:
+                _attribute_to(st, speaker)
+            key = _norm(st.content)
+            if not key or key in seen:
+                continue
+            seen.add(key)
+            candidates.append(self._resolve(st, inp.existing))
+        return ExtractionResult(candidates=candidates, produced_by="rules")
+
+    # ------------------------------------------------------------------ assistant turns
+    def _assistant(self, sentence: str, lex: Lexicon, at: datetime) -> list[_Statement]:
+        # Only advice is kept, and only as the model's suggestion: "好的/已记录/3号拖拉机最近一次
+        # 保养是2月15日" are echoes or tool output, never a source of user facts.
+        if lex.is_question(sentence) or not lex.suggestion.search(sentence):
+            return []
+        body = strip_end(sentence)
+        if len(body) > MAX_SENTENCE_CHARS:
+            return []
+        content = lex.finish(rewrite_times(body, find_times(body, at, lex.lang), lex.lang))
+        return [_Statement(kind="suggestion", content=content, assertion="model_suggestion")]
+
+    # ------------------------------------------------------------------ user turns
+    def _user(self, sentence: str, lex: Lexicon, at: datetime) -> list[_Statement]:
+        if lex.is_question(sentence):
+            return []
+        s, explicit = self._strip_leads(strip_end(sentence), lex)
+        if not s or len(s) > MAX_SENTENCE_CHARS:
+            return []
+        standing = bool(lex.long_term.search(s) or lex.habit.search(s))
+        if lex.chit_chat.search(s) and not standing:
+            return []
+
+        if lex.task_marker.search(s) and lex.task_instruction.search(s):
+            if lex.long_term.search(s):
+                # "这次先按A，以后都按B": two instructions with different lifetimes, one per clause.
+                clauses = [c for c in re.split(r"[，,]", s) if c.strip()]
+                if len(clauses) > 1:
+                    return [st for c in clauses for st in self._user(c, lex, at)]
+            else:
+                return [self._task(s, lex, at, explicit)]
+
+        change: str | None = None
+        old_values: list[str] = []
+        if lex.correction_lead.match(s) or lex.correction_any.search(s):
+            stripped, olds = lex.strip_correction(s)
+            if stripped != s or olds:
+                change, s, old_values = "correction", stripped, olds
+            if not s:
+                return []
+            value = lex.subjectless(s)
+            if value:
+                return [_Statement(kind="fact", content=s, change="correction", old_values=old_values,
+                                   new_value=value, explicit=explicit)]
+        if lex.migration.search(s):
+            change = change or "migration"
+        elif lex.update.search(s):
+            change = change or "update"
+        old_values += [v for v in lex.old_values(s) if v not in old_values]
+
+        times = find_times(s, at, lex.lang)
+        first_person = bool(lex.first_person.search(s))
+        future = [t for t in times if t.tense == "future"]
+        past = [t for t in times if t.tense != "future"]
+
+        if standing:
+            if change == "migration":
+                change = "update"  # a changed preference replaces the old one; nothing moved
+            return [self._statement("preference", s, lex, at, times, change, old_values, explicit)]
+        if (lex.is_request(s) or lex.proposal.search(s)) and change != "correction":
+            return []
+        if future and not past and not first_person and change != "correction":
+            # "下周二上午给2号收割机做保养" / "时间改到明天下午三点": arrangements of the task at hand.
+            return [self._task(s, lex, at, explicit)]
+        if change in ("migration", "update"):
+            return [self._statement("fact", s, lex, at, times, change, old_values, explicit)]
+        if future and not past and first_person and not lex.opinion.search(s):
+            return [self._event(s, lex, at, future[0], explicit, planned=True)]
+        if self._is_event(s, lex, times, first_person):
+            when = next((t for t in past if t.grain in _PRECISE_GRAINS), past[0] if past else None)
+            return [self._event(s, lex, at, when, explicit, change=change)]
+        if self._is_fact(s, lex, first_person) or change == "correction":
+            st = self._statement("fact", s, lex, at, times, change, old_values, explicit)
+            if st.slot is None and not first_person:
+                return []  # a correction of something we cannot name is not storable on its own
+            return [st]
+        return []
+
+    @staticmethod
+    def _strip_leads(s: str, lex: Lexicon) -> tuple[str, bool]:
+        explicit = False
+        while True:
+            before = s
+            s = lex.filler_lead.sub("", s, count=1)
+            m = lex.remember_lead.match(s)
+            if m:
+                explicit, s = True, s[m.end():]
+            if s == before:
+                return s.strip(), explicit
+
+    @staticmethod
+    def _is_event(s: str, lex: Lexicon, times: list[TimeRef], first_person: bool) -> bool:
+        verb = bool(lex.event_verb.search(s))
+        done = bool(lex.completion.search(s))
+        if not (verb or done) or lex.opinion.search(s):
+            return False
+        precise = any(t.tense != "future" and (t.grain in _PRECISE_GRAINS or t.tense == "past") for t in times)
+        subject = first_person or bool(lex.asset.search(s))
+        if precise:
+            return verb or (done and subject)
+        # No usable date ("2号收割机的割台链条断了，已经报修"): something visibly happened to a
+        # named thing or to us; it happened around the message time.
+        return verb and done and subject
+
+    @staticmethod
+    def _is_fact(s: str, lex: Lexicon, first_person: bool) -> bool:
+        if lex.opinion.search(s):
+            return False
+        if first_person:
+            return bool(lex.fact_predicate.search(s) or lex.slot(s, "fact"))
+        # About a named thing, not us ("1号收割机的型号是S780"): only a recognised structure
+        # counts, free text about third parties is too often chatter.
+        slot = lex.slot(s, "fact")
+        return slot is not None and slot.structural and not _DEMONSTRATIVE.match(s)
+
+    # ------------------------------------------------------------------ builders
+    def _task(self, s: str, lex: Lexicon, at: datetime, explicit: bool) -> _Statement:
+        slot = lex.slot(s, "context")
+        valid_to = None
+        if lex.task_today.search(s):
+            valid_to = datetime.combine(at.date() + timedelta(days=1), time(0), tzinfo=at.tzinfo)
+        # Kept verbatim: it lives only as long as the conversation, where the same words are read.
+        return _Statement(kind="context", content=lex.finish(s), scope="task", slot=slot,
+                          slot_key=slot.key("context") if slot else None, valid_to=valid_to, explicit=explicit)
+
+    def _statement(self, kind: str, s: str, lex: Lexicon, at: datetime, times: list[TimeRef], change: str | None,
+                   old_values: list[str], explicit: bool) -> _Statement:
+        slot = lex.slot(s, kind)
+        # A preference's "未来两周 / next month" is a rolling window, not a date: keep its words.
+        content = s if kind == "preference" else rewrite_times(s, times, lex.lang)
+        valid_from = None
+        if change in ("migration", "update") and times:
+            started = [t for t in times if t.tense != "future"]
+            valid_from = started[0].at if started else None
+        return _Statement(kind=kind, content=lex.finish(content), slot=slot,
+                          slot_key=slot.key(kind) if slot else None, change=change, old_values=old_values,
+                          valid_from=valid_from, explicit=explicit)
+
+    def _event(self, s: str, lex: Lexicon, at: datetime, when: TimeRef | None, explicit: bool, *,
+               planned: bool = False, change: str | None = None) -> _Statement:
+        times = find_times(s, at, lex.lang)
+        occurred = when.at if when else datetime.combine(at.date(), time(0), tzinfo=at.tzinfo)
+        subject = lex.event_subject(_drop_spans(s, times))
+        # Events never replace each other: the key carries the day, so two breakdowns of the same
+        # harvester on different days are two memories, and a repeat on the same day is one.
+        key = f"event:{subject}@{occurred.date().isoformat()}" if subject else None
+        return _Statement(kind="event", content=lex.finish(rewrite_times(s, times, lex.lang)),
+                          assertion="user_stated" if planned else "confirmed_event", slot_key=key,
+                          occurred_at=occurred, change=change, explicit=explicit)
+
+    # ------------------------------------------------------------------ existing memories
+    def _complete_subjectless(self, st: _Statement, inp: ExtractionInput) -> bool:
+        """"不对，是齐齐哈尔，不是佳木斯" names no subject: rebuild the statement from the memory
+        (or, failing that, the recent user turn) that holds the old value."""
+        assert st.new_value is not None
+        olds = [o for o in st.old_values if len(_norm(o)) >= 2]
+        sources = [m.content for m in inp.existing if m.kind in ("fact", "preference")]
+        sources += [c for role, c in reversed(inp.recent) if role == "user"]
+        sources = [strip_end(clean(c)) for c in sources if len(c) <= MAX_SENTENCE_CHARS]
+        for old in olds:
+            for source in sources:
+                idx = source.casefold().find(old.casefold())
+                if idx < 0:
+                    continue
+                rebuilt = source[:idx] + st.new_value + source[idx + len(old):]
+                lex = _lexicon(rebuilt)
+                kind = "preference" if lex.long_term.search(rebuilt) or lex.habit.search(rebuilt) else "fact"
+                rebuilt = lex.finish(rebuilt)
+                slot = lex.slot(rebuilt, kind)
+                st.kind, st.content, st.slot = kind, rebuilt, slot
+                st.slot_key = slot.key(kind) if slot else None
+                st.new_value = None
+                return True
+        return False
+
+    def _resolve(self, st: _Statement, existing: list[ExistingMemory]) -> Candidate:
+        candidate = Candidate(
+            kind=st.kind, content=st.content, assertion=st.assertion, slot_key=st.slot_key, scope=st.scope,
+            occurred_at=st.occurred_at, valid_from=st.valid_from, valid_to=st.valid_to,
+            importance=importance_for(kind=st.kind, scope=st.scope, change=st.change, explicit=st.explicit),
+            change=st.change,
+        )
+        # Task instructions never touch long-term memories, suggestions are not knowledge, and
+        # events only ever accumulate.
+        if st.scope == "task" or st.kind in ("suggestion", "event") or not existing:
+            return candidate
+        same_slot = [m for m in existing if m.kind == st.kind and st.slot_key and self._slot_of(m) == st.slot_key]
+        named_old = [
+            m for m in existing
+            if m.kind == st.kind and m not in same_slot
+            and any(len(_norm(o)) >= 2 and _norm(o) in _norm(m.content) for o in st.old_values)
+        ]
+        if not same_slot and not named_old:
+            return candidate
+        value = _norm(st.slot.value) if st.slot and st.slot.value else None
+        repeats = all((value in _norm(m.content)) if value else _norm(m.content) == _norm(st.content) for m in same_slot)
+        if same_slot and not named_old and repeats:
+            candidate.operation = "NOOP"  # a paraphrase of what is stored: nothing to write
+            return candidate
+        candidate.operation = "UPDATE"
+        candidate.supersedes = [m.short_id for m in same_slot + named_old]
+        candidate.change = st.change or "update"
+        candidate.importance = importance_for(kind=st.kind, change=candidate.change, explicit=st.explicit)
+        return candidate
+
+    @staticmethod
+    def _slot_of(memory: ExistingMemory) -> str | None:
+        # Memories written through the API may carry no key; derive one the same way, so a
+        # sentence can still be matched against them.
+        if memory.slot_key:
+            return memory.slot_key
+        if memory.kind not in ("fact", "preference") or len(memory.content) > MAX_SENTENCE_CHARS:
+            return None
+        text = clean(memory.content)
+        slot = _lexicon(text).slot(strip_end(text), memory.kind)
+        return slot.key(memory.kind) if slot else None
+
+
+def _attribute_to(st: _Statement, speaker: str) -> None:
+    """A transcript line "Caroline: I moved to Boston" is about Caroline, not about whoever owns
+    the conversation: say so in the content, and key first-person slots by the speaker so two
+    speakers' "address" never supersede each other."""
+    st.content = f"{speaker}: {st.content}"
+    if st.slot_key:
+        st.slot_key = re.sub(r"^(\w+):(?:user|org|用户|组织)\b", lambda m: f"{m.group(1)}:{speaker.lower()}", st.slot_key)
+
+
+def _drop_spans(s: str, times: list[TimeRef]) -> str:
+    for t in sorted(times, key=lambda t: t.start, reverse=True):
+        s = s[: t.start] + " " + s[t.end:]
+    return s
