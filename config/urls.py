@@ -15,5 +15,6 @@ urlpatterns = [
     # Resolution needs the conversation's mentions, which live in `conversations` (entities imports neither).
     path("api/v1/entities/resolve", EntityResolveApi.as_view(), name="entity-resolve"),
     path("api/v1/", include("entities.api.urls")),
+    path("mcp", include("memory.mcp.urls")),
     path("admin/", admin.site.urls),
 ]

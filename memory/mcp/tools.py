@@ -1,0 +1,264 @@
+"""The two read-only MCP tools: `recall_memory` and `get_context`.
+
+A tool's input schema is a contract in both directions: tools/list publishes it and every call is
+checked against it, unknown arguments included (`additionalProperties: false`). The REST input
+serializer then applies the REST endpoint's own limits, so the two surfaces cannot drift apart.
+Identity is never an argument: handlers get the `ApiPrincipal` the transport authenticated.
+"""
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import mcp.types as types
+from django.conf import settings
+from django.http import Http404
+from jsonschema import Draft202012Validator
+from rest_framework.serializers import Serializer
+from rest_framework.utils.encoders import JSONEncoder
+
+from conversations.models import Conversation
+from conversations.selectors import conversation_get
+from entities.selectors import entity_labels
+from memory.api import serializers as s
+from memory.api.views import recall_item_data
+from memory.context import ContextRequest, assemble_context
+from memory.selectors import RecallQuery, recall
+from tenancy.authentication import ApiPrincipal
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ToolError", "UnknownTool", "tool_call", "tool_list"]
+
+IDENTITY_HINT = "Identity comes from the connection (API key and X-Memory-User header), never from tool arguments."
+
+
+class ToolError(Exception):
+    """Reported as a tool result with isError set, so the calling model can read it and correct itself."""
+
+
+class UnknownTool(Exception):
+    pass
+
+
+# --------------------------------------------------------------------------- schemas
+# Built per call, not at import: the limits are settings.
+
+def _recall_input_schema() -> dict:
+    return {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "minLength": 1, "maxLength": 4000,
+                      "description": "What to look for: a question or topic, in the user's own language."},
+            "k": {"type": "integer", "minimum": 1, "maximum": settings.MAX_RECALL_K, "default": 5,
+                  "description": "Return at most this many memories."},
+            "kinds": {"type": ["array", "null"], "items": {"type": "string", "enum": s.KINDS + ["episode"]},
+                      "description": "Only memories of these kinds (default: all)."},
+            "at": {"type": ["string", "null"], "format": "date-time",
+                   "description": "Reference time, ISO 8601: recall what was known and valid then (default: now)."},
+            "conversation_id": {
+                "type": ["integer", "null"],
+                "description": "The conversation in progress: memories scoped to its task become eligible."},
+        },
+        "required": ["query"],
+        "additionalProperties": False,
+    }
+
+
+def _context_input_schema() -> dict:
+    return {
+        "type": "object",
+        "properties": {
+            "conversation_id": {"type": "integer", "description": "The conversation to build the next turn for."},
+            "message": {"type": "string", "maxLength": settings.MAX_MESSAGE_CHARS,
+                        "description": "The new user message."},
+            "budget": {"type": ["integer", "null"], "minimum": 64, "maximum": settings.MAX_CONTEXT_BUDGET,
+                       "description": f"Total token budget, a hard cap (default {settings.CONTEXT_DEFAULT_BUDGET})."},
+        },
+        "required": ["conversation_id", "message"],
+        "additionalProperties": False,
+    }
+
+
+_DATETIME = {"type": ["string", "null"], "format": "date-time"}
+_RECALL_ITEM = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "integer"}, "kind": {"type": "string"}, "assertion": {"type": "string"},
+        "content": {"type": "string"}, "valid_from": _DATETIME, "valid_to": _DATETIME, "occurred_at": _DATETIME,
+        "created_at": _DATETIME, "version": {"type": "integer"}, "score": {"type": "number"},
+        "entity_ids": {"type": "array", "items": {"type": "string"}},
+        "sources": {"type": "array", "items": {"type": "object", "properties": {
+            "message_id": {"type": ["integer", "null"]}, "conversation_id": {"type": ["integer", "null"]},
+            "ref": {"type": ["string", "null"]}}}},
+    },
+    "required": ["id", "kind", "content", "score", "sources"],
+}
+RECALL_OUTPUT_SCHEMA = {
+    "type": "object",
+    "properties": {"items": {"type": "array", "items": _RECALL_ITEM}, "degraded": {"type": "boolean"},
+                   "degraded_reason": {"type": ["string", "null"]}},
+    "required": ["items", "degraded", "degraded_reason"],
+}
+CONTEXT_OUTPUT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "budget": {"type": "integer"}, "total_tokens": {"type": "integer"}, "recall_degraded": {"type": "boolean"},
+        "sections": {"type": "array", "items": {"type": "object", "properties": {
+            "name": {"type": "string"}, "tokens": {"type": "integer"}, "text": {"type": "string"},
+            "included": {"type": "array"}, "dropped": {"type": "array"}}, "required": ["name", "tokens", "text"]}},
+        "messages": {"type": "array", "items": {"type": "object", "properties": {"role": {"type": "string"}},
+                                                "required": ["role"]}},
+    },
+    "required": ["budget", "total_tokens", "recall_degraded", "sections", "messages"],
+}
+
+
+# --------------------------------------------------------------------------- argument checks
+
+def _schema_errors(schema: dict, arguments: dict) -> list[str]:
+    errors, unknown = [], []
+    for error in Draft202012Validator(schema).iter_errors(arguments):
+        if error.validator == "additionalProperties":
+            unknown += sorted(set(error.instance) - set(schema["properties"]))
+        elif error.validator == "required":
+            errors.append(f"Missing argument {error.message.split(' is a required')[0]}.")
+        else:
+            name = error.absolute_path[0] if error.absolute_path else "arguments"
+            errors.append(f"Invalid argument '{name}': {_problem(error)}")
+    errors = sorted(errors) + [f"Unknown argument '{name}'." for name in unknown]
+    if any(word in name.lower() for name in unknown for word in ("user", "org", "tenant", "actor", "key")):
+        errors.append(IDENTITY_HINT)
+    return errors
+
+
+def _problem(error) -> str:
+    """Say what is wrong without echoing the value back (it may be a 100 kB message)."""
+    rule, kind = error.validator_value, error.validator
+    if kind == "type":
+        return f"must be of type {' or '.join(rule) if isinstance(rule, list) else rule}."
+    if kind in ("maxLength", "minLength"):
+        return f"at {'most' if kind == 'maxLength' else 'least'} {rule} character(s)."
+    if kind in ("maximum", "minimum"):
+        return f"must be at {'most' if kind == 'maximum' else 'least'} {rule}."
+    if kind == "enum":
+        return f"must be one of {', '.join(map(str, rule))}."
+    return error.message[:200]
+
+
+def _validated(serializer_class: type[Serializer], arguments: dict) -> dict:
+    """Run the REST endpoint's serializer, so the MCP tool enforces exactly its limits."""
+    # JSON null means "not given" for every optional tool argument; the serializers want it absent.
+    serializer = serializer_class(data={name: value for name, value in arguments.items() if value is not None})
+    if not serializer.is_valid():
+        messages = [f"Invalid argument '{name}': {' '.join(str(m) for m in _flat(problems))}"
+                    for name, problems in sorted(serializer.errors.items())]
+        raise ToolError(" ".join(messages))
+    return serializer.validated_data
+
+
+def _flat(problems) -> list:
+    if isinstance(problems, dict):
+        return [m for value in problems.values() for m in _flat(value)]
+    if isinstance(problems, list):
+        return [m for value in problems for m in _flat(value)]
+    return [problems]
+
+
+def _readable_conversation(principal: ApiPrincipal, conversation_id: int) -> Conversation:
+    try:
+        return conversation_get(org=principal.org, user_id=principal.user_id, conversation_id=conversation_id)
+    except Http404:
+        # Same words for another org's, another user's and a missing conversation: existence is never revealed.
+        raise ToolError(f"Conversation {conversation_id} not found.") from None
+
+
+# --------------------------------------------------------------------------- handlers
+
+def recall_memory(principal: ApiPrincipal, arguments: dict) -> dict:
+    v = _validated(s.RecallInputSerializer, arguments)
+    conversation_id = v.get("conversation_id")
+    if conversation_id is not None:
+        _readable_conversation(principal, conversation_id)
+    result = recall(RecallQuery(
+        org=principal.org, user_id=principal.user_id, query=v["query"], k=v["k"], kinds=v.get("kinds"),
+        at=v.get("at"), conversation_id=conversation_id, include_episodes=v["include_episodes"]))
+    labels = entity_labels(entity_ids={e for item in result.items for e in item.entity_ids})
+    # The body RecallApi returns (without explain).
+    return {"items": [recall_item_data(item, labels, False) for item in result.items],
+            "degraded": result.degraded, "degraded_reason": result.degraded_reason}
+
+
+def get_context(principal: ApiPrincipal, arguments: dict) -> dict:
+    conversation_id = arguments["conversation_id"]
+    v = _validated(s.ContextInputSerializer, {k: val for k, val in arguments.items() if k != "conversation_id"})
+    conversation = _readable_conversation(principal, conversation_id)
+    result = assemble_context(ContextRequest(
+        org=principal.org, user_id=principal.user_id, conversation=conversation, message=v["message"],
+        budget=v.get("budget"), system=v["system"], tools=v["tools"], at=v.get("at"), k=v.get("k"),
+        recent_only=v["recent_only"], section_budgets=v["section_budgets"]))
+    # The body ContextApi returns.
+    return {
+        "budget": result.budget, "total_tokens": result.total_tokens, "recall_degraded": result.recall_degraded,
+        "sections": [{"name": sec.name, "tokens": sec.tokens, "text": sec.text, "included": sec.included,
+                      "dropped": sec.dropped} for sec in result.sections],
+        "messages": result.messages,
+    }
+
+
+# --------------------------------------------------------------------------- registry
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    title: str
+    description: str
+    input_schema: Callable[[], dict]
+    output_schema: dict
+    handler: Callable[[ApiPrincipal, dict], dict]
+
+    def tool(self) -> types.Tool:
+        return types.Tool(
+            name=self.name, title=self.title, description=self.description, input_schema=self.input_schema(),
+            output_schema=self.output_schema,
+            annotations=types.ToolAnnotations(title=self.title, read_only_hint=True, open_world_hint=False),
+        )
+
+
+TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in [
+    ToolSpec(
+        name="recall_memory", title="Recall memories", input_schema=_recall_input_schema,
+        output_schema=RECALL_OUTPUT_SCHEMA, handler=recall_memory,
+        description="Search the acting user's long-term memory (preferences, facts, events, context, episodes). "
+                    "Returns the best matches with their dates, sources and scores. Read-only.",
+    ),
+    ToolSpec(
+        name="get_context", title="Assemble context", input_schema=_context_input_schema,
+        output_schema=CONTEXT_OUTPUT_SCHEMA, handler=get_context,
+        description="Build the token-budgeted context for the next turn of a conversation: task state, "
+                    "relevant memories, summary and recent messages, ending with the new message. Read-only.",
+    ),
+]}
+
+
+def tool_list() -> list[types.Tool]:
+    return [spec.tool() for spec in TOOLS.values()]
+
+
+def tool_call(principal: ApiPrincipal, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+    spec = TOOLS.get(name)
+    if spec is None:
+        raise UnknownTool(name)
+    arguments = arguments or {}
+    try:
+        errors = _schema_errors(spec.input_schema(), arguments)
+        if errors:
+            raise ToolError(" ".join(errors))
+        data = spec.handler(principal, arguments)
+    except ToolError as exc:
+        logger.info("mcp tool %s refused for org=%s key=%s", name, principal.org.id, principal.api_key.prefix)
+        return types.CallToolResult(content=[types.TextContent(text=str(exc))], is_error=True)
+    # Encode as DRF renders the REST response (ISO datetimes with Z), then read it back as plain JSON.
+    text = json.dumps(data, cls=JSONEncoder, ensure_ascii=False, separators=(",", ":"))
+    return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=json.loads(text))
