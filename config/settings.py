@@ -81,6 +81,7 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the console read while a write is in flight; the busy timeout absorbs short lock waits.
     DATABASES["default"].setdefault("OPTIONS", {})
     DATABASES["default"]["OPTIONS"].update({"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"})
+    DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --------------------------------------------------------------------------- cache
@@ -127,7 +128,9 @@ QDRANT_URL = env.str("QDRANT_URL", default="")
 QDRANT_API_KEY = env.str("QDRANT_API_KEY", default="") or None
 VECTOR_INDEX_PATH = env.str("VECTOR_INDEX_PATH", default=str(VAR_DIR / "qdrant"))
 EMBEDDING_MODEL = env.str("EMBEDDING_MODEL", default="use-multilingual")
-EMBEDDING_THREADS = env.int("EMBEDDING_THREADS", default=2)
+# One thread per encode: the web process serves requests on several threads already, and BLAS/torch
+# pools of 2 on 2 cores oversubscribe badly under load (bench: p95 476 ms vs 18 ms).
+EMBEDDING_THREADS = env.int("EMBEDDING_THREADS", default=1)
 TOKEN_ENCODING = env.str("TOKEN_ENCODING", default="o200k_base")
 TIKTOKEN_CACHE_DIR = env.str("TIKTOKEN_CACHE_DIR", default=str(VAR_DIR / "tiktoken"))
 
@@ -159,12 +162,17 @@ RESOLVE_PAST_MENTIONS = env.int("RESOLVE_PAST_MENTIONS", default=200)
 RECALL_WEIGHTS = env.json("RECALL_WEIGHTS", default={
     "semantic_zh": 0.6, "keyword_zh": 0.4, "semantic_en": 0.45, "keyword_en": 0.55,
     "recency": 0.05, "importance": 0.05, "frequency": 0.02, "entity": 0.15, "episode_penalty": 0.05,
+    # With the composite embedder: the multilingual model's share of an English query's cosine.
+    "multilingual_share_en": 0.2,
 })
+ACCESS_STATS_FLUSH_SECONDS = env.float("ACCESS_STATS_FLUSH_SECONDS", default=5.0)
+RECALL_NORMALIZE_SEMANTIC = env.bool("RECALL_NORMALIZE_SEMANTIC", default=True)
 RECALL_RECENCY_HALF_LIFE_DAYS = env.float("RECALL_RECENCY_HALF_LIFE_DAYS", default=30.0)
 RECALL_CANDIDATES = env.int("RECALL_CANDIDATES", default=60)
 RECALL_MIN_RELEVANCE = env.float("RECALL_MIN_RELEVANCE", default=0.05)
-# "Forget what matches this query": the fused relevance a memory needs to be in the preview.
-FORGET_PREVIEW_MIN_RELEVANCE = env.float("FORGET_PREVIEW_MIN_RELEVANCE", default=0.3)
+# "Forget what matches this query": a memory is in the preview when its cosine to the query reaches
+# this, or it shares the query's best keyword match.
+FORGET_PREVIEW_MIN_COSINE = env.float("FORGET_PREVIEW_MIN_COSINE", default=0.5)
 
 # --------------------------------------------------------------------------- context assembly
 CONTEXT_DEFAULT_BUDGET = env.int("CONTEXT_DEFAULT_BUDGET", default=4000)

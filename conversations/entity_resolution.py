@@ -8,7 +8,7 @@ from django.conf import settings
 from conversations.models import Conversation, EntityMention, Message
 from conversations.selectors import conversation_readable_q
 from entities.policy import allowed_entity_ids
-from entities.selectors import entity_matcher_for_org, entity_refs
+from entities.selectors import entity_matcher_for_org
 from tenancy.models import Org
 
 
@@ -18,7 +18,7 @@ def entity_resolve(*, org: Org, user_id: str, text: str, conversation: Conversat
     matcher = entity_matcher_for_org(org_id=org.id)
     if matcher is None:
         return Resolution(status="none", evidence=[{"rule": "registry", "detail": "no entities registered"}]), {}
-    refs = entity_refs(org_id=org.id)
+    refs = matcher.refs
     recent, past = [], []
     if conversation is not None:
         last_seqs = list(Message.objects.filter(conversation=conversation).order_by("-seq")

@@ -1,12 +1,15 @@
 import threading
+import time
 
-from django.db.models import Count, Max, Q, QuerySet
+from django.core.cache import cache
+from django.db.models import Q, QuerySet
 from django.http import Http404
 
 from entities.models import Entity
 from tenancy.models import Org
 
-_matchers: dict[int, tuple[tuple, object]] = {}
+MAX_MATCHERS = 64  # orgs whose matcher stays in process
+_matchers: dict[int, tuple[int, object]] = {}
 _matchers_lock = threading.Lock()
 
 
@@ -29,9 +32,21 @@ def entity_get(*, org: Org, type: str, external_id: str) -> Entity:
     return entity
 
 
-def _registry_version(org_id: int) -> tuple:
-    agg = Entity.objects.filter(org_id=org_id).aggregate(n=Count("id"), last=Max("updated_at"))
-    return (agg["n"], agg["last"])
+def registry_generation(org_id: int) -> int:
+    """Bumped by every registry change (entities/services.py); a lost counter restarts from the clock."""
+    key = f"entity-gen:{org_id}"
+    value = cache.get(key)
+    if value is None:
+        cache.add(key, time.time_ns(), None)
+        value = cache.get(key)
+    return int(value) if value is not None else time.time_ns()
+
+
+def registry_changed(org_id: int) -> None:
+    try:
+        cache.incr(f"entity-gen:{org_id}")
+    except ValueError:
+        cache.set(f"entity-gen:{org_id}", time.time_ns(), None)
 
 
 def entity_refs(*, org_id: int) -> dict:
@@ -44,12 +59,11 @@ def entity_refs(*, org_id: int) -> dict:
 
 
 def entity_matcher_for_org(*, org_id: int):
-    """The org's Aho-Corasick matcher, rebuilt only when the registry changed (count or last update)."""
-    version = _registry_version(org_id)
-    if version[0] == 0:
-        return None
+    """The org's Aho-Corasick matcher (None when it has no entities), rebuilt only when the registry
+    generation moved. `matcher.refs` holds the EntityRefs it was built from, for the resolver."""
     from entities.matcher import EntityMatcher
 
+    version = registry_generation(org_id)
     cached = _matchers.get(org_id)
     if cached and cached[0] == version:
         return cached[1]
@@ -58,9 +72,12 @@ def entity_matcher_for_org(*, org_id: int):
         if cached and cached[0] == version:
             return cached[1]
         refs = entity_refs(org_id=org_id)
-        matcher = EntityMatcher(refs.values())
-        matcher.refs = refs  # the resolver needs the refs the matcher was built from
+        matcher = EntityMatcher(refs.values()) if refs else None
+        if matcher is not None:
+            matcher.refs = refs
         _matchers[org_id] = (version, matcher)
+        while len(_matchers) > MAX_MATCHERS:
+            _matchers.pop(next(iter(_matchers)))
         return matcher
 
 

@@ -3,6 +3,7 @@ import logging
 from django.db import transaction
 
 from entities.models import Entity, EntityAccess
+from entities.selectors import registry_changed
 from tenancy.models import Org
 from tenancy.services import audit_record
 
@@ -30,6 +31,7 @@ def entity_upsert(*, org: Org, type: str, external_id: str, name: str, aliases: 
             EntityAccess.objects.filter(entity=entity, effect=EntityAccess.ALLOW).exclude(user_id__in=grants).delete()
             for user_id in grants:
                 EntityAccess.objects.update_or_create(entity=entity, user_id=user_id, defaults={"effect": EntityAccess.ALLOW})
+        transaction.on_commit(lambda: registry_changed(org.id))
     return entity, created
 
 
@@ -45,6 +47,7 @@ def entity_deactivate(*, entity: Entity, actor: str) -> Entity:
     if entity.active:
         entity.active = False
         entity.save(update_fields=["active", "updated_at"])
+        transaction.on_commit(lambda: registry_changed(entity.org_id))
         audit_record(org=entity.org, actor=actor, actor_kind="api", action="entity.deactivate", target_type="entity",
                      target_id=str(entity.id))
     return entity

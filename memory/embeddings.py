@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "CompositeEmbedder",
     "Embedder",
     "SentenceTransformerEmbedder",
     "UniversalSentenceEncoderEmbedder",
@@ -124,6 +125,47 @@ class SentenceTransformerEmbedder(Embedder):
         return np.asarray(vectors, dtype=np.float32)
 
 
+class CompositeEmbedder(Embedder):
+    """Two models side by side in one vector: [u / sqrt(2), m / sqrt(2)] (unit norm overall).
+
+    USE multilingual is the best offline model on Chinese and across languages, MiniLM is much
+    better on English (LoCoMo turn retrieval R@10: USE+BM25 61.8, MiniLM+BM25 66.3, this composite
+    +BM25 66.7; docs/decisions.md). Storing both halves in one point keeps one collection and one
+    projection per memory, while queries choose the mix: a query vector [a*u_q, (1-a)*m_q] * sqrt(2)
+    scores a*cos_u + (1-a)*cos_m against every document, so a Chinese query can use USE alone.
+    """
+
+    def __init__(self, first: Embedder, second: Embedder) -> None:
+        super().__init__()
+        self.parts = (first, second)
+        self.model_id = f"{first.model_id}+{second.model_id}"
+        self.dim = first.dim + second.dim
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        a, b = (part.encode(texts) for part in self.parts)
+        return np.hstack([a, b]) / np.sqrt(2.0)
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if isinstance(texts, str):
+            raise TypeError("encode() takes a list of str; use encode_one() for a single text")
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        # Each part batches and locks on its own; no outer lock so the two can be reused elsewhere.
+        return _l2_normalise(self._encode_batch(list(texts)).astype(np.float32))
+
+    def query_vector(self, text: str, first_weight: float) -> np.ndarray:
+        """Not unit norm: its dot product with a stored vector is the weighted cosine mix."""
+        a, b = (part.encode_one(text) for part in self.parts)
+        return np.hstack([first_weight * a, (1.0 - first_weight) * b]).astype(np.float32) * np.sqrt(2.0)
+
+    def part_cosines(self, query: np.ndarray, stored: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(cos_first, cos_second) of a unit composite query against stored composite rows."""
+        d = self.parts[0].dim
+        q = query.reshape(-1)
+        stored = np.atleast_2d(stored)
+        return (stored[:, :d] @ q[:d]) * 2.0, (stored[:, d:] @ q[d:]) * 2.0
+
+
 # --------------------------------------------------------------------------------------------
 # One instance per model per process
 # --------------------------------------------------------------------------------------------
@@ -147,6 +189,14 @@ def get_embedder(model: str | None = None) -> Embedder:
             threads = int(_setting("EMBEDDING_THREADS", DEFAULT_THREADS))
             if key == DEFAULT_MODEL:
                 embedder = UniversalSentenceEncoderEmbedder(threads=threads)
+            elif "+" in key:
+                first, second = key.split("+", 1)
+                # Parts come from the cache too (loaded outside this lock by their own call).
+                _cache_lock.release()
+                try:
+                    embedder = CompositeEmbedder(get_embedder(first), get_embedder(second))
+                finally:
+                    _cache_lock.acquire()
             else:
                 embedder = SentenceTransformerEmbedder(name, threads=threads)
             _cache[key] = embedder
@@ -161,6 +211,8 @@ def collection_name_for(embedder: Embedder) -> str:
 
 
 def _canonical_name(name: str) -> str:
+    if "+" in name:
+        return "+".join(_canonical_name(part) for part in name.split("+", 1))
     lowered = name.strip().lower()
     if lowered in _USE_NAMES:
         return DEFAULT_MODEL

@@ -77,17 +77,21 @@ def _index_for(org_id: int, user_id: str) -> _UserIndex:
     return index
 
 
-def keyword_search(*, org_id: int, user_id: str, query: str, limit: int) -> list[tuple[int, float]]:
-    """(memory id, raw BM25 score) best first; only positive scores."""
+def keyword_scores(*, org_id: int, user_id: str, query: str) -> dict[int, float]:
+    """Raw BM25 score of every active memory of the user that shares a term with the query."""
     index = _index_for(org_id, user_id)
     query_terms = terms(query)
     if index.bm25 is None or not query_terms:
-        return []
+        return {}
     scores = index.bm25.get_scores(query_terms)
-    if not len(scores):
-        return []
-    top = np.argsort(-scores)[:limit]
-    return [(int(index.ids[i]), float(scores[i])) for i in top if scores[i] > 0]
+    positive = np.nonzero(scores > 0)[0]
+    return {int(index.ids[i]): float(scores[i]) for i in positive}
+
+
+def keyword_search(*, org_id: int, user_id: str, query: str, limit: int) -> list[tuple[int, float]]:
+    """(memory id, raw BM25 score) best first; only positive scores."""
+    scores = keyword_scores(org_id=org_id, user_id=user_id, query=query)
+    return sorted(scores.items(), key=lambda pair: -pair[1])[:limit]
 
 
 def clear() -> None:

@@ -170,6 +170,10 @@ class MemoryEmbedding(models.Model):
         constraints = [models.UniqueConstraint(fields=["memory", "model_id"], name="memory_embedding_unique_model")]
 
 
+LIVE_CACHE_SECONDS = 2.0
+_LIVE_CACHE: dict = {}
+
+
 class VectorCollection(models.Model):
     """One vector collection per embedding model; exactly one is live. Re-embedding builds a new
     one in the background and switches the live pointer atomically (DB row + index alias)."""
@@ -187,8 +191,22 @@ class VectorCollection(models.Model):
         return f"{self.name} ({self.state})"
 
     @classmethod
-    def live(cls) -> "VectorCollection | None":
-        return cls.objects.filter(state="live").first()
+    def live(cls, *, fresh: bool = False) -> "VectorCollection | None":
+        """The live collection. Read on every recall and write, so kept in process for a couple of
+        seconds; a switch (reembed) clears it here and other processes follow within the TTL."""
+        import time
+
+        now = time.monotonic()
+        cached = _LIVE_CACHE.get("row")
+        if not fresh and cached is not None and now - cached[0] < LIVE_CACHE_SECONDS:
+            return cached[1]
+        row = cls.objects.filter(state="live").first()
+        _LIVE_CACHE["row"] = (now, row)
+        return row
+
+    @classmethod
+    def forget_cached_live(cls) -> None:
+        _LIVE_CACHE.clear()
 
     @classmethod
     def ensure_live(cls, *, model_name: str, model_id: str, dim: int, name: str) -> "VectorCollection":
@@ -203,4 +221,5 @@ class VectorCollection(models.Model):
         if not cls.objects.filter(state="live").exists():
             cls.objects.filter(id=row.id).update(state="live")
             row.state = "live"
-        return cls.live()
+        cls.forget_cached_live()
+        return cls.live(fresh=True)

@@ -6,7 +6,7 @@ from django.db import transaction
 from memory.cache import memory_cache
 from memory.models import Memory, MemoryEmbedding, VectorCollection
 from memory.vector_index import VectorPoint, get_vector_index
-from memory.vectors import active_collection, from_bytes, to_bytes
+from memory.vectors import active_collection_row, from_bytes, to_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -40,9 +40,12 @@ def _vector_for(memory: Memory, collection: VectorCollection):
 def memory_sync(*, memory_id: int, version: int, collection_name: str | None = None) -> str:
     """Returns what it did: deleted | skipped | upserted. Raises VectorIndexUnavailable to be retried."""
     index = get_vector_index()
-    name = collection_name or active_collection()
-    collection = VectorCollection.objects.get(name=name)
-    index.ensure_collection(name, collection.dim)
+    if collection_name is None:
+        collection = active_collection_row()
+    else:
+        collection = VectorCollection.objects.get(name=collection_name)
+        index.ensure_collection(collection.name, collection.dim)
+    name = collection.name
     memory = Memory.objects.filter(id=memory_id).first()
     if memory is None or memory.status != "active":
         index.delete([memory_id], collection=name)  # deleting twice is harmless

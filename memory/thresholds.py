@@ -19,6 +19,8 @@ class Thresholds:
 DEFAULTS = {
     "use-multilingual-v3": Thresholds(duplicate=0.82, supersede=0.65, forget=0.82),
     "st:all-MiniLM-L6-v2": Thresholds(duplicate=0.88, supersede=0.75, forget=0.88),
+    # Composite similarity is USE alone where Chinese is involved, a USE/MiniLM mix otherwise.
+    "use-multilingual-v3+st:all-MiniLM-L6-v2": Thresholds(duplicate=0.85, supersede=0.68, forget=0.85),
 }
 FALLBACK = Thresholds(duplicate=0.85, supersede=0.75, forget=0.85)
 

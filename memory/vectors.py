@@ -14,6 +14,10 @@ def active_embedder() -> Embedder:
 
 def active_collection() -> str:
     """The live collection name; created (and made live, in the DB and the index) on first use."""
+    return active_collection_row().name
+
+
+def active_collection_row():
     from memory.models import VectorCollection
     from memory.vector_index import get_vector_index
 
@@ -26,7 +30,7 @@ def active_collection() -> str:
     index.ensure_collection(live.name, live.dim)  # cheap once per process
     if index.live_collection() != live.name:
         index.set_live(live.name)
-    return live.name
+    return live
 
 
 def to_bytes(vector: np.ndarray) -> bytes:
@@ -39,3 +43,19 @@ def from_bytes(blob: bytes | memoryview) -> np.ndarray:
 
 def embed(texts: list[str], embedder: Embedder | None = None) -> np.ndarray:
     return (embedder or active_embedder()).encode(texts)
+
+
+def similarity(embedder: Embedder, query: np.ndarray, stored: np.ndarray, *, cjk: bool,
+               first_weight: float = 0.5) -> np.ndarray:
+    """Cosine of one unit vector against stored rows, as the write and read paths should judge it.
+
+    A composite (USE + MiniLM) vector is split: MiniLM turns most Chinese into [UNK], so whenever
+    Chinese is involved only the multilingual half counts; otherwise the halves are mixed.
+    """
+    from memory.embeddings import CompositeEmbedder
+
+    stored = np.atleast_2d(stored)
+    if not isinstance(embedder, CompositeEmbedder):
+        return stored @ query
+    first, second = embedder.part_cosines(query, stored)
+    return first if cjk else first_weight * first + (1.0 - first_weight) * second

@@ -48,13 +48,20 @@ def _eager_celery(request):
 
 
 @pytest.fixture(autouse=True)
+def _immediate_access_stats(settings):
+    settings.ACCESS_STATS_FLUSH_SECONDS = 0  # tests read access counts right after a recall
+
+
+@pytest.fixture(autouse=True)
 def _clear_cache():
     from django.core.cache import cache
 
     from memory import keyword
+    from memory.models import VectorCollection
 
     cache.clear()
     keyword.clear()
+    VectorCollection.forget_cached_live()
     yield
 
 

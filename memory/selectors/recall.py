@@ -3,6 +3,8 @@ dedup → rank → top-k. Every stage can report what it kept and dropped (expla
 import logging
 import math
 import time
+
+import numpy as np
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -13,10 +15,11 @@ from django.utils import timezone
 from conversations.selectors import readable_conversation_ids
 from conversations.textutil import cjk_ratio
 from entities.policy import allowed_entity_ids
-from memory.keyword import keyword_search
-from memory.models import EntityLink, Memory, MemorySource
+from memory.embeddings import CompositeEmbedder
+from memory.keyword import keyword_scores
+from memory.models import EntityLink, Memory, MemoryEmbedding, MemorySource
 from memory.vector_index import VectorIndexUnavailable, get_vector_index
-from memory.vectors import active_collection, active_embedder
+from memory.vectors import active_collection, active_embedder, from_bytes, similarity
 from tenancy.models import Org
 
 logger = logging.getLogger(__name__)
@@ -58,10 +61,13 @@ class RecallResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
 
 
+def _is_cjk(text: str) -> bool:
+    return cjk_ratio(text) >= 0.3
+
+
 def _weights(query: str) -> tuple[float, float]:
     w = settings.RECALL_WEIGHTS
-    zh = cjk_ratio(query) >= 0.3
-    return (w["semantic_zh"], w["keyword_zh"]) if zh else (w["semantic_en"], w["keyword_en"])
+    return (w["semantic_zh"], w["keyword_zh"]) if _is_cjk(query) else (w["semantic_en"], w["keyword_en"])
 
 
 def _vector_filters(q: RecallQuery) -> dict:
@@ -74,32 +80,67 @@ def _vector_filters(q: RecallQuery) -> dict:
     return filters
 
 
-def _semantic(q: RecallQuery, limit: int, result: RecallResult) -> dict[int, float]:
+@dataclass
+class _QueryVectors:
+    embedder: object
+    unit: np.ndarray  # the query as a document would be embedded: scores stored vectors exactly
+    search: list[np.ndarray]  # vectors sent to the index for candidates
+
+
+def _query_vectors(q: RecallQuery) -> _QueryVectors:
+    embedder = active_embedder()
+    unit = embedder.encode_one(q.query)
+    if not isinstance(embedder, CompositeEmbedder):
+        return _QueryVectors(embedder, unit, [unit])
+    # A Chinese query searches with the multilingual half only; an English one with the English mix
+    # and, for cross-lingual hits (English question, Chinese memory), the multilingual half too.
+    multilingual = embedder.query_vector(q.query, 1.0)
+    if _is_cjk(q.query):
+        return _QueryVectors(embedder, unit, [multilingual])
+    return _QueryVectors(embedder, unit, [embedder.query_vector(q.query, settings.RECALL_WEIGHTS["multilingual_share_en"]),
+                                          multilingual])
+
+
+def _semantic_candidates(q: RecallQuery, vectors: _QueryVectors, limit: int, result: RecallResult) -> dict[int, float]:
+    started = time.perf_counter()
     try:
-        embedder = active_embedder()
-        started = time.perf_counter()
-        vector = embedder.encode_one(q.query)
-        result.timings_ms["embed"] = (time.perf_counter() - started) * 1000
-        started = time.perf_counter()
-        hits = get_vector_index().search(vector, filters=_vector_filters(q), limit=limit, collection=active_collection())
-        result.timings_ms["vector"] = (time.perf_counter() - started) * 1000
+        name = active_collection()
+        hits = {}
+        for vector in vectors.search:
+            for hit in get_vector_index().search(vector, filters=_vector_filters(q), limit=limit, collection=name):
+                hits[hit.point_id] = max(hits.get(hit.point_id, -1.0), float(hit.score))
     except VectorIndexUnavailable as exc:
         result.degraded, result.degraded_reason = True, "vector_index_unavailable"
-        logger.warning("recall degraded to keyword-only: %s", type(exc).__name__)
+        logger.warning("recall degraded to keyword candidates: %s", type(exc).__name__)
         return {}
-    # A point whose payload version lags the row is still a candidate; the back-check reads the row.
-    return {hit.point_id: max(0.0, float(hit.score)) for hit in hits}
+    finally:
+        result.timings_ms["vector"] = (time.perf_counter() - started) * 1000
+    return hits
 
 
-def _keyword(q: RecallQuery, limit: int, result: RecallResult) -> dict[int, float]:
-    started = time.perf_counter()
-    hits = keyword_search(org_id=q.org.id, user_id=q.user_id, query=q.query, limit=limit)
-    result.timings_ms["keyword"] = (time.perf_counter() - started) * 1000
-    if not hits:
+def _semantic_scores(q: RecallQuery, vectors: _QueryVectors, kept: dict[int, Memory]) -> dict[int, float]:
+    """Cosine of the query against each kept memory's stored vector (MySQL), so keyword-only
+    candidates get a semantic score too and every score comes from the same formula."""
+    model_id = vectors.embedder.model_id
+    pairs = list(MemoryEmbedding.objects.filter(memory_id__in=kept, model_id=model_id).values_list("memory_id", "vector"))
+    if not pairs:
         return {}
-    top = hits[0][1]
-    # BM25 is unbounded; scale by this query's best so it can be fused with a cosine.
-    return {memory_id: score / top for memory_id, score in hits}
+    stored = np.vstack([from_bytes(blob) for _, blob in pairs])
+    share = settings.RECALL_WEIGHTS["multilingual_share_en"]
+    mixed = similarity(vectors.embedder, vectors.unit, stored, cjk=False, first_weight=share)
+    multilingual = similarity(vectors.embedder, vectors.unit, stored, cjk=True)
+    query_cjk = _is_cjk(q.query)
+    return {memory_id: float(multilingual[i] if query_cjk or _is_cjk(kept[memory_id].content) else mixed[i])
+            for i, (memory_id, _) in enumerate(pairs)}
+
+
+def _minmax(scores: dict[int, float]) -> dict[int, float]:
+    if not scores:
+        return {}
+    low, high = min(scores.values()), max(scores.values())
+    if high - low < 1e-6:
+        return {k: (1.0 if high > 0 else 0.0) for k in scores}
+    return {k: (v - low) / (high - low) for k, v in scores.items()}
 
 
 def _back_check(q: RecallQuery, ids: set[int], result: RecallResult) -> tuple[dict[int, Memory], dict, dict]:
@@ -151,7 +192,7 @@ def _back_check(q: RecallQuery, ids: set[int], result: RecallResult) -> tuple[di
 
 
 def _rank(q: RecallQuery, kept: dict[int, Memory], semantic: dict[int, float], keyword: dict[int, float],
-          links: dict[int, list[int]]) -> list[tuple[int, float, dict]]:
+          links: dict[int, list[int]], raw_semantic: dict[int, float]) -> list[tuple[int, float, dict]]:
     w = settings.RECALL_WEIGHTS
     w_sem, w_kw = _weights(q.query)
     now = q.at or timezone.now()
@@ -161,12 +202,15 @@ def _rank(q: RecallQuery, kept: dict[int, Memory], semantic: dict[int, float], k
     for memory_id, memory in kept.items():
         sem, kw = semantic.get(memory_id, 0.0), keyword.get(memory_id, 0.0)
         relevance = w_sem * sem + w_kw * kw
-        if relevance < settings.RECALL_MIN_RELEVANCE:
+        # Min-max scaling makes the weakest candidate 0 whatever its cosine; the floor is judged on
+        # the raw cosine so a lone weak match is not promoted.
+        if max(raw_semantic.get(memory_id, 0.0) * w_sem, kw * w_kw) < settings.RECALL_MIN_RELEVANCE:
             continue
         when = memory.occurred_at or memory.created_at or now
         age_days = max(0.0, (now - when).total_seconds() / 86400)
         parts = {
-            "semantic": round(sem, 4), "keyword": round(kw, 4), "relevance": round(relevance, 4),
+            "semantic": round(sem, 4), "cosine": round(raw_semantic.get(memory_id, 0.0), 4),
+            "keyword": round(kw, 4), "relevance": round(relevance, 4),
             "recency": round(w["recency"] * math.pow(0.5, age_days / half_life), 4),
             "importance": round(w["importance"] * memory.importance, 4),
             "frequency": round(w["frequency"] * min(1.0, math.log1p(memory.access_count) / math.log1p(50)), 4),
@@ -187,13 +231,26 @@ def recall(q: RecallQuery) -> RecallResult:
     limit = max(settings.RECALL_CANDIDATES, k * 3)
     if not q.query.strip():
         return result
-    semantic = _semantic(q, limit, result)
-    keyword = _keyword(q, limit, result)
-    if q.explain:
-        result.stages.append({"stage": "candidates", "semantic": semantic, "keyword": keyword})
     t0 = time.perf_counter()
-    kept, sources, links = _back_check(q, set(semantic) | set(keyword), result)
-    ranked = _rank(q, kept, semantic, keyword, links)
+    vectors = _query_vectors(q)
+    result.timings_ms["embed"] = (time.perf_counter() - t0) * 1000
+    vector_hits = _semantic_candidates(q, vectors, limit, result)
+    t0 = time.perf_counter()
+    keyword_raw = keyword_scores(org_id=q.org.id, user_id=q.user_id, query=q.query)
+    keyword_top = dict(sorted(keyword_raw.items(), key=lambda pair: -pair[1])[:limit])
+    result.timings_ms["keyword"] = (time.perf_counter() - t0) * 1000
+    if q.explain:
+        result.stages.append({"stage": "candidates", "semantic": vector_hits, "keyword": keyword_top})
+    t0 = time.perf_counter()
+    kept, sources, links = _back_check(q, set(vector_hits) | set(keyword_top), result)
+    raw_semantic = _semantic_scores(q, vectors, kept)
+    for memory_id in kept:  # no stored vector (e.g. mid re-embed): fall back to the index's score
+        if memory_id not in raw_semantic and memory_id in vector_hits:
+            raw_semantic[memory_id] = vector_hits[memory_id]
+    top_kw = max(keyword_raw.values(), default=0.0)
+    keyword = {m: keyword_raw.get(m, 0.0) / top_kw for m in kept} if top_kw > 0 else {}
+    semantic = _minmax(raw_semantic) if settings.RECALL_NORMALIZE_SEMANTIC else raw_semantic
+    ranked = _rank(q, kept, semantic, keyword, links, raw_semantic)
     items, seen_hashes = [], set()
     dedup_dropped = {}
     for memory_id, score, parts in ranked:
@@ -212,9 +269,7 @@ def recall(q: RecallQuery) -> RecallResult:
         result.stages.append({"stage": "dedup", "dropped": dedup_dropped})
         result.stages.append({"stage": "rank", "order": [(m, round(s, 4)) for m, s, _ in ranked]})
     result.timings_ms["total"] = (time.perf_counter() - started) * 1000
-    if items:
-        from memory.enqueue import enqueue
-        from memory.tasks import memory_touch as memory_touch_task
+    from memory.access import record_access
 
-        enqueue(memory_touch_task, [item.memory.id for item in items], timezone.now().isoformat())
+    record_access([item.memory.id for item in items])
     return result

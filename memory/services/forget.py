@@ -26,8 +26,10 @@ def forget_preview(*, org: Org, user_id: str, query: str, k: int = 20) -> list[t
     """What "forget what matches this query" would remove: relevant memories, plus the episodes they
     came from and the memories derived from matched episodes (so nothing of it survives elsewhere)."""
     result = recall(RecallQuery(org=org, user_id=user_id, query=query, k=k, include_episodes=True))
+    # Judged on absolute evidence (raw cosine, or sharing the query's best keyword match), never on
+    # rank alone: the top hit of an unrelated query must not be forgotten just for being first.
     matched = {i.memory.id: (i.memory, i.parts["relevance"]) for i in result.items
-               if i.parts["relevance"] >= settings.FORGET_PREVIEW_MIN_RELEVANCE}
+               if i.parts["cosine"] >= settings.FORGET_PREVIEW_MIN_COSINE or i.parts["keyword"] >= 0.5}
     message_ids = set(MemorySource.objects.filter(memory_id__in=matched, message_id__isnull=False)
                       .values_list("message_id", flat=True))
     related = Memory.objects.filter(org=org, user_id=user_id, status="active", sources__message_id__in=message_ids)

@@ -18,7 +18,8 @@ from django.utils import timezone
 from memory.models import EntityLink, Memory, MemoryEmbedding, MemorySource, MemoryVersion, MemoryWriteLock
 from memory.textnorm import content_hash
 from memory.thresholds import thresholds_for
-from memory.vectors import active_embedder, from_bytes, to_bytes
+from conversations.textutil import cjk_ratio
+from memory.vectors import active_embedder, from_bytes, similarity, to_bytes
 from tenancy.models import Org
 from tenancy.services import audit_record
 
@@ -89,10 +90,12 @@ def _forget_rule_blocks(inp: MemoryInput, digest: str, vector: np.ndarray, model
 
     rules = ForgetRule.objects.filter(org=inp.org).filter(Q(user_id=inp.user_id) | Q(user_id__isnull=True))
     threshold = thresholds_for(model_id).forget
+    embedder = active_embedder()
+    cjk = cjk_ratio(inp.content) >= 0.3  # the rule holds no text; the candidate's script decides
     for fingerprint, blob, rule_model in rules.values_list("fingerprint", "embedding", "embedding_model"):
         if fingerprint == digest:
             return True
-        if blob and rule_model == model_id and float(np.dot(from_bytes(blob), vector)) >= threshold:
+        if blob and rule_model == model_id and float(similarity(embedder, vector, from_bytes(blob), cjk=cjk)[0]) >= threshold:
             return True
     return False
 
@@ -109,9 +112,15 @@ def _similar_active(inp: MemoryInput, vector: np.ndarray, model_id: str) -> list
     if not ids:
         return []
     rows = {m.id: m for m in Memory.objects.filter(id__in=set(ids))}
-    scored = []
-    for memory_id, blob in MemoryEmbedding.objects.filter(memory_id__in=rows, model_id=model_id).values_list("memory_id", "vector"):
-        scored.append((rows[memory_id], float(np.dot(from_bytes(blob), vector))))
+    pairs = list(MemoryEmbedding.objects.filter(memory_id__in=rows, model_id=model_id).values_list("memory_id", "vector"))
+    if not pairs:
+        return []
+    stored = np.vstack([from_bytes(blob) for _, blob in pairs])
+    query_cjk = cjk_ratio(inp.content) >= 0.3
+    cjk = np.array([query_cjk or cjk_ratio(rows[memory_id].content) >= 0.3 for memory_id, _ in pairs])
+    embedder = active_embedder()
+    sims = np.where(cjk, similarity(embedder, vector, stored, cjk=True), similarity(embedder, vector, stored, cjk=False))
+    scored = [(rows[memory_id], float(sim)) for (memory_id, _), sim in zip(pairs, sims)]
     scored.sort(key=lambda pair: -pair[1])
     return scored
 

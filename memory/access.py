@@ -1,0 +1,66 @@
+"""Access statistics of recalled memories, off the read path.
+
+With a broker the touch is a Celery task. When tasks run eagerly (embedded profile) a task would be
+a write inside every read, so touches are buffered in process and flushed in one UPDATE per memory
+at most every ACCESS_STATS_FLUSH_SECONDS (0 = at once). Counts are statistics: losing a few seconds
+of them in a crash is acceptable; losing read latency is not.
+"""
+import atexit
+import threading
+import time
+from collections import Counter
+from datetime import datetime
+
+from django.conf import settings
+from django.db.models import F
+from django.utils import timezone
+
+_lock = threading.Lock()
+_pending: Counter = Counter()
+_last: dict[int, datetime] = {}
+_flushed_at = [time.monotonic()]
+
+
+def record_access(memory_ids: list[int]) -> None:
+    if not memory_ids:
+        return
+    now = timezone.now()
+    if not settings.CELERY_TASK_ALWAYS_EAGER and not _eager_app():
+        from memory.enqueue import enqueue
+        from memory.tasks import memory_touch as memory_touch_task
+
+        enqueue(memory_touch_task, list(memory_ids), now.isoformat())
+        return
+    with _lock:
+        _pending.update(memory_ids)
+        for memory_id in memory_ids:
+            _last[memory_id] = now
+        due = time.monotonic() - _flushed_at[0] >= settings.ACCESS_STATS_FLUSH_SECONDS
+    if due:
+        flush()
+
+
+def _eager_app() -> bool:
+    from config.celery import app
+
+    return bool(app.conf.task_always_eager)
+
+
+def flush() -> int:
+    from memory.models import Memory
+
+    with _lock:
+        pending, last = dict(_pending), dict(_last)
+        _pending.clear()
+        _last.clear()
+        _flushed_at[0] = time.monotonic()
+    by_count: dict[int, list[int]] = {}
+    for memory_id, count in pending.items():
+        by_count.setdefault(count, []).append(memory_id)
+    at = max(last.values(), default=timezone.now())
+    for count, ids in by_count.items():  # atomic increments: no read-modify-write race
+        Memory.objects.filter(id__in=ids).update(access_count=F("access_count") + count, last_accessed_at=at)
+    return len(pending)
+
+
+atexit.register(lambda: flush() if _pending else None)
