@@ -106,7 +106,6 @@ if REDIS_URL:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "memory-service"}}
 CACHE_TTL_SECONDS = env.int("CACHE_TTL_SECONDS", default=3600)
-CACHE_MAX_MEMORIES_PER_USER = env.int("CACHE_MAX_MEMORIES_PER_USER", default=2000)
 
 # --------------------------------------------------------------------------- celery
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "memory://")

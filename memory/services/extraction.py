@@ -42,7 +42,7 @@ def _episode_exists(message: Message) -> Memory | None:
         status__in=["forgotten"]).first()
 
 
-def message_extract(message: Message, *, reextract: bool = False) -> dict:
+def message_extract(message: Message, *, reextract: bool = False, episode_vector=None) -> dict:
     """Extract one message. Returns counts by outcome (for logs and maintenance reports)."""
     from memory.extraction import ExtractionInput, get_extractor
 
@@ -74,7 +74,7 @@ def message_extract(message: Message, *, reextract: bool = False) -> dict:
             content=message.content, scope="user", conversation_id=message.conversation_id, importance=0.3,
             occurred_at=message.occurred_at, created_at=message.occurred_at, entity_ids=entity_ids, sources=[source],
             created_by="extractor", actor=f"extractor:{message.role}",
-        ))
+        ), vector=episode_vector)
         counts[f"episode_{outcome.action}"] = 1
     for candidate in result.candidates:
         task_scope = candidate.scope == "task"
@@ -102,9 +102,20 @@ def message_extract(message: Message, *, reextract: bool = False) -> dict:
 
 
 def messages_extract(*, message_ids: list[int], reextract: bool = False) -> dict:
+    from memory.vectors import active_embedder
+
     totals: dict[str, int] = {}
-    for message in Message.objects.filter(id__in=message_ids).select_related("org").order_by("conversation_id", "seq"):
-        for key, value in message_extract(message, reextract=reextract).items():
+    messages = list(Message.objects.filter(id__in=message_ids).select_related("org").order_by("conversation_id", "seq"))
+    todo = [m for m in messages if m.role in EXTRACTABLE_ROLES and not m.redacted and m.content.strip()
+            and (reextract or not m.extracted_at)]
+    # Episodes are one vector per message: encode them in batches, which is several times faster
+    # per text than one at a time (extraction itself must stay sequential: it reads what it wrote).
+    vectors = {}
+    if len(todo) > 1:
+        encoded = active_embedder().encode([m.content for m in todo])
+        vectors = {m.id: encoded[i] for i, m in enumerate(todo)}
+    for message in messages:
+        for key, value in message_extract(message, reextract=reextract, episode_vector=vectors.get(message.id)).items():
             totals[key] = totals.get(key, 0) + value
     return totals
 

@@ -181,13 +181,15 @@ def _supersede_targets(inp: MemoryInput, similar: list[tuple[Memory, float]], su
     return list(targets.values())
 
 
-def memory_write(inp: MemoryInput, *, dedup: bool = True) -> WriteOutcome:
-    """The write path for one candidate (extracted or explicit)."""
+def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | None = None) -> WriteOutcome:
+    """The write path for one candidate (extracted or explicit). `vector`: the content's embedding
+    under the live model when the caller already encoded it in a batch."""
     if len(inp.content) > settings.MAX_MEMORY_CHARS:
         inp.content = inp.content[: settings.MAX_MEMORY_CHARS]
     digest = content_hash(inp.content)
     embedder = active_embedder()
-    vector = embedder.encode_one(inp.content)  # slow call, made before taking the lock
+    if vector is None:
+        vector = embedder.encode_one(inp.content)  # slow call, made before taking the lock
     limits = thresholds_for(embedder.model_id)
     with transaction.atomic():
         _lock_user(inp.org, inp.user_id)
