@@ -16,5 +16,7 @@ urlpatterns = [
     path("api/v1/entities/resolve", EntityResolveApi.as_view(), name="entity-resolve"),
     path("api/v1/", include("entities.api.urls")),
     path("mcp", include("memory.mcp.urls")),
+    # Console pages live under the admin prefix and before it, so the admin's catch-all never shadows them.
+    path("admin/console/", include("console.urls")),
     path("admin/", admin.site.urls),
 ]

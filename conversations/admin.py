@@ -1,42 +1,85 @@
+"""Conversation pages of the operator console. Read-only: messages, access and task state are written
+through conversations.services by the API; the console reads them (memory sources link here)."""
 from django.contrib import admin
 
 from conversations.models import Conversation, ConversationAccess, EntityMention, HistorySummary, Message, TaskState
+from tenancy.admin import TextInputFilter
 
 
-class ConversationAccessInline(admin.TabularInline):
+class ReadOnlyMixin:
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class ConversationAccessInline(ReadOnlyMixin, admin.TabularInline):
     model = ConversationAccess
     extra = 0
 
 
+class OwnerFilter(TextInputFilter):
+    title, parameter_name, lookup = "owner user", "owner_user", "owner_user"
+
+
+class ConversationFilter(TextInputFilter):
+    title, parameter_name, lookup = "conversation id", "conversation", "conversation_id"
+
+    def queryset(self, request, queryset):
+        value = (self.value() or "").strip()
+        return queryset.filter(conversation_id=int(value)) if value.isdigit() else queryset
+
+
+class EntityFilter(TextInputFilter):
+    title, parameter_name, lookup = "entity id", "entity", "entity_id"
+
+    def queryset(self, request, queryset):
+        value = (self.value() or "").strip()
+        return queryset.filter(entity_id=int(value)) if value.isdigit() else queryset
+
+
 @admin.register(Conversation)
-class ConversationAdmin(admin.ModelAdmin):
+class ConversationAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["id", "org", "owner_user", "external_id", "title", "message_count", "created_at"]
-    list_filter = ["org"]
+    list_filter = ["org", OwnerFilter]
+    list_select_related = ["org"]
     search_fields = ["owner_user", "external_id", "title"]
     inlines = [ConversationAccessInline]
+    list_per_page = 50
 
 
 @admin.register(Message)
-class MessageAdmin(admin.ModelAdmin):
+class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["id", "conversation", "seq", "role", "user_id", "occurred_at", "external_ref", "redacted"]
-    list_filter = ["role", "redacted", "do_not_remember"]
+    list_filter = ["role", "redacted", "do_not_remember", ConversationFilter]
     search_fields = ["external_ref", "user_id"]
-    raw_id_fields = ["conversation", "org"]
+    list_per_page = 50
+    exclude = ["tool_calls"]
+    readonly_fields = ["conversation", "org", "user_id", "seq", "role", "content", "tool_call_id", "token_count",
+                       "occurred_at", "external_ref", "redacted", "do_not_remember", "extracted_at", "created_at"]
 
 
 @admin.register(HistorySummary)
-class HistorySummaryAdmin(admin.ModelAdmin):
+class HistorySummaryAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["id", "conversation", "covers_until_seq", "token_count", "produced_by", "created_at"]
-    raw_id_fields = ["conversation"]
+    list_per_page = 50
 
 
 @admin.register(TaskState)
-class TaskStateAdmin(admin.ModelAdmin):
+class TaskStateAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["conversation", "key", "kind", "state", "version", "updated_at"]
-    raw_id_fields = ["conversation"]
+    list_filter = ["kind", ConversationFilter]
+    list_per_page = 50
 
 
 @admin.register(EntityMention)
-class EntityMentionAdmin(admin.ModelAdmin):
-    list_display = ["entity", "message", "conversation", "user_id", "at"]
-    raw_id_fields = ["entity", "message", "conversation"]
+class EntityMentionAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["at", "entity", "message", "conversation", "user_id", "surface"]
+    list_filter = [EntityFilter, ConversationFilter]
+    list_select_related = ["entity", "message", "conversation"]
+    search_fields = ["user_id", "surface"]
+    list_per_page = 50

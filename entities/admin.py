@@ -1,17 +1,59 @@
+"""Entity pages of the operator console. Read-only: entities are written through the API
+(entities.services), so the console shows them with their mentions and linked memories."""
 from django.contrib import admin
 
 from entities.models import Entity, EntityAccess
+
+DETAIL_ROWS = 50  # newest rows shown on the detail page; the full lists are paginated changelists
 
 
 class EntityAccessInline(admin.TabularInline):
     model = EntityAccess
     extra = 0
+    verbose_name_plural = "access rules"
+    readonly_fields = ["user_id", "effect", "changed_at"]
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(Entity)
 class EntityAdmin(admin.ModelAdmin):
-    list_display = ["type", "external_id", "name", "org", "active", "restricted", "updated_at"]
-    list_filter = ["type", "active", "org"]
+    list_display = ["type", "external_id", "name", "aliases", "org", "active", "restricted", "updated_at"]
+    list_filter = ["type", "active", "restricted", "org"]
+    list_select_related = ["org"]
     search_fields = ["external_id", "name", "aliases"]
     inlines = [EntityAccessInline]
     list_per_page = 50
+    fields = ["org", "type", "external_id", "name", "aliases", "attributes", "active", "restricted", "created_at",
+              "updated_at"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        entity = self.get_object(request, object_id)
+        extra_context = extra_context or {}
+        if entity is not None:
+            # Reverse relations only: entities imports neither conversations nor memory (DESIGN §2).
+            mentions = entity.mentions.select_related("message", "conversation").order_by("-at", "-id")
+            links = entity.memory_links.select_related("memory").order_by("-memory__created_at", "-memory_id")
+            extra_context.update({
+                "entity": entity,
+                "mentions": mentions[:DETAIL_ROWS], "mention_total": mentions.count(),
+                "memory_links": links[:DETAIL_ROWS], "memory_total": links.count(),
+            })
+        return super().change_view(request, object_id, form_url, extra_context)
