@@ -15,7 +15,7 @@ from django.conf import settings
 from conversations.models import Conversation, Message, TaskState
 from conversations.tokens import REPLY_PRIMING_TOKENS, count_message_tokens, count_tokens, truncate_to_tokens
 from conversations.window import WindowMessage, select_window
-from memory.selectors.recall import RecallItem, RecallQuery, recall
+from memory.selectors.recall_pipeline import RecallItem, RecallQuery, recall
 from memory.summaries import summary_covering, window_message
 from tenancy.models import Org
 

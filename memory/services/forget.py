@@ -14,7 +14,7 @@ from conversations.models import Conversation, HistorySummary, Message
 from conversations.services import messages_redact
 from memory.cache import memory_cache, user_generation_bump
 from memory.models import ForgetRequest, ForgetRule, Memory, MemoryEmbedding, MemorySource, MemoryVersion
-from memory.selectors.recall import RecallQuery, recall
+from memory.selectors.recall_pipeline import RecallQuery, recall
 from memory.textnorm import content_hash
 from tenancy.models import Org
 from tenancy.services import audit_record
