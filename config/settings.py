@@ -106,6 +106,8 @@ if REDIS_URL:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "memory-service"}}
 CACHE_TTL_SECONDS = env.int("CACHE_TTL_SECONDS", default=3600)
+# Capacity of the per-user hash of standing memories (a user above it is served the most recent).
+CACHE_MAX_STANDING_MEMORIES = env.int("CACHE_MAX_STANDING_MEMORIES", default=2000)
 
 # --------------------------------------------------------------------------- celery
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "memory://")
@@ -126,7 +128,7 @@ CELERY_TIMEZONE = "UTC"
 QDRANT_URL = env.str("QDRANT_URL", default="")
 QDRANT_API_KEY = env.str("QDRANT_API_KEY", default="") or None
 VECTOR_INDEX_PATH = env.str("VECTOR_INDEX_PATH", default=str(VAR_DIR / "qdrant"))
-EMBEDDING_MODEL = env.str("EMBEDDING_MODEL", default="use-multilingual")
+EMBEDDING_MODEL = env.str("EMBEDDING_MODEL", default="use-multilingual+minilm")
 # One thread per encode: the web process serves requests on several threads already, and BLAS/torch
 # pools of 2 on 2 cores oversubscribe badly under load (bench: p95 476 ms vs 18 ms).
 EMBEDDING_THREADS = env.int("EMBEDDING_THREADS", default=1)
@@ -180,6 +182,7 @@ CONTEXT_SECTION_BUDGETS = env.json("CONTEXT_SECTION_BUDGETS", default={
     "task_state": 0.15, "memories": 0.2, "episodes": 0.15, "summary": 0.15})
 CONTEXT_TOOL_RESULT_MAX_TOKENS = env.int("CONTEXT_TOOL_RESULT_MAX_TOKENS", default=300)
 CONTEXT_RECALL_K = env.int("CONTEXT_RECALL_K", default=8)
+CONTEXT_MAX_PREFERENCES = env.int("CONTEXT_MAX_PREFERENCES", default=10)  # always-included standing preferences
 SUMMARY_ROLL_CHUNK = env.int("SUMMARY_ROLL_CHUNK", default=8)
 
 # --------------------------------------------------------------------------- API limits

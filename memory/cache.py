@@ -63,6 +63,8 @@ class MemoryCache:
     def set(self, memory) -> None:
         """Update one field of an existing hash. A missing hash stays missing: it is filled whole
         on the next read (fill), so a partial hash is never mistaken for the full set."""
+        if memory.kind == "episode":
+            return  # the hash holds standing memories; episodes are every message, recall finds them
         payload = json.dumps(memory_cache_payload(memory), ensure_ascii=False)
         key = _active_key(memory.org_id, memory.user_id)
         client = _redis()
@@ -134,3 +136,16 @@ class MemoryCache:
 
 
 memory_cache = MemoryCache()
+
+
+def standing_memories(org_id: int, user_id: str) -> dict[int, dict]:
+    """The user's active standing memories (no episodes): the Redis hash, filled from MySQL on a miss."""
+    from memory.models import Memory
+
+    cached = memory_cache.get_all(org_id, user_id)
+    if cached is not None:
+        return cached
+    rows = list(Memory.objects.filter(org_id=org_id, user_id=user_id, status="active").exclude(kind="episode")
+                .order_by("-id")[: settings.CACHE_MAX_STANDING_MEMORIES])
+    memory_cache.fill(org_id, user_id, rows)
+    return {m.id: memory_cache_payload(m) for m in rows}

@@ -15,6 +15,7 @@ from django.conf import settings
 from conversations.models import Conversation, Message, TaskState
 from conversations.tokens import REPLY_PRIMING_TOKENS, count_message_tokens, count_tokens, truncate_to_tokens
 from conversations.window import WindowMessage, select_window
+from memory.cache import standing_memories
 from memory.selectors.recall_pipeline import RecallItem, RecallQuery, recall
 from memory.summaries import summary_covering, window_message
 from tenancy.models import Org
@@ -153,9 +154,14 @@ def assemble_context(req: ContextRequest) -> ContextResult:
     memories, episodes, degraded = Section("memories"), Section("episodes"), False
     if not req.recent_only and req.message.strip():
         t0 = time.perf_counter()
-        result = recall(RecallQuery(org=req.org, user_id=req.user_id, query=req.message,
-                                    k=req.k or settings.CONTEXT_RECALL_K, at=req.at, conversation_id=req.conversation.id,
-                                    exclude_message_ids={m.id for m in first.included}))
+        # Standing preferences apply to every turn, relevant-looking or not: they are always
+        # candidates (the Redis hash says which exist), and still pass the same back-check.
+        preferences = {i for i, m in standing_memories(req.org.id, req.user_id).items()
+                       if m["kind"] == "preference" and m["scope"] == "user"}
+        k = (req.k or settings.CONTEXT_RECALL_K) + min(len(preferences), settings.CONTEXT_MAX_PREFERENCES)
+        result = recall(RecallQuery(org=req.org, user_id=req.user_id, query=req.message, k=k, at=req.at,
+                                    conversation_id=req.conversation.id, exclude_message_ids={m.id for m in first.included},
+                                    include_ids=set(sorted(preferences)[-settings.CONTEXT_MAX_PREFERENCES:])))
         timings["recall"] = (time.perf_counter() - t0) * 1000
         degraded = result.degraded
         memories, episodes = _memory_sections(result.items, max(0, cap_mem - overhead), max(0, cap_epi - overhead))

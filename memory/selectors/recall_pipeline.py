@@ -40,6 +40,7 @@ class RecallQuery:
     conversation_id: int | None = None
     include_episodes: bool = True
     exclude_message_ids: set[int] = field(default_factory=set)  # already in the recent window
+    include_ids: set[int] = field(default_factory=set)  # always candidates (e.g. standing preferences)
     explain: bool = False
 
 
@@ -204,7 +205,8 @@ def _rank(q: RecallQuery, kept: dict[int, Memory], semantic: dict[int, float], k
         relevance = w_sem * sem + w_kw * kw
         # Min-max scaling makes the weakest candidate 0 whatever its cosine; the floor is judged on
         # the raw cosine so a lone weak match is not promoted.
-        if max(raw_semantic.get(memory_id, 0.0) * w_sem, kw * w_kw) < settings.RECALL_MIN_RELEVANCE:
+        if max(raw_semantic.get(memory_id, 0.0) * w_sem, kw * w_kw) < settings.RECALL_MIN_RELEVANCE \
+                and memory_id not in q.include_ids:
             continue
         when = memory.occurred_at or memory.created_at or now
         age_days = max(0.0, (now - when).total_seconds() / 86400)
@@ -242,7 +244,7 @@ def recall(q: RecallQuery) -> RecallResult:
     if q.explain:
         result.stages.append({"stage": "candidates", "semantic": vector_hits, "keyword": keyword_top})
     t0 = time.perf_counter()
-    kept, sources, links = _back_check(q, set(vector_hits) | set(keyword_top), result)
+    kept, sources, links = _back_check(q, set(vector_hits) | set(keyword_top) | set(q.include_ids), result)
     raw_semantic = _semantic_scores(q, vectors, kept)
     for memory_id in kept:  # no stored vector (e.g. mid re-embed): fall back to the index's score
         if memory_id not in raw_semantic and memory_id in vector_hits:

@@ -142,3 +142,14 @@ def test_property_budget_never_exceeded_and_tool_pairs_never_broken(api, plan, b
             assert message["tool_call_id"] in open_calls
             open_calls.discard(message["tool_call_id"])
     assert not open_calls
+
+
+def test_standing_preferences_join_every_context_but_respect_revocation(api):
+    old = create_conversation(api, "old")
+    post_batch(api, old, [{"role": "user", "content": "我喜欢简洁的回答，不要长篇大论。"}])
+    conv = create_conversation(api, "now")
+    ctx = context(api, conv, "3号拖拉机下次什么时候保养")  # unrelated to the preference
+    assert "简洁" in section(ctx, "memories")["text"]
+    api.post(f"/api/v1/conversations/{old['id']}/access/revoke", {"user": "u1"}, format="json")
+    ctx = context(api, conv, "3号拖拉机下次什么时候保养")
+    assert "简洁" not in json.dumps(ctx["messages"], ensure_ascii=False)
