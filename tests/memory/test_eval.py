@@ -1,0 +1,94 @@
+"""memory_eval: the scoring rules on hand-made responses, and a smoke run of the public scenarios."""
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from memory.evaluation import checks
+from memory.evaluation.metrics import compute, source_scores
+from memory.evaluation.runner import CaseResult, ProbeResult
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "eval" / "scenarios-zh.jsonl"
+
+
+def item(id, content, kind="fact", assertion="user_stated", refs=()):
+    return {"id": id, "content": content, "kind": kind, "assertion": assertion,
+            "sources": [{"ref": r, "message_id": None, "conversation_id": None} for r in refs]}
+
+
+def test_contains_is_normalised():
+    items = [item(1, "用户喜欢 简洁 的回答")]
+    assert checks.check_contains(["简洁的回答"], items) == []
+    assert checks.check_contains(["ＡＢＣ"], [item(2, "abc")]) == []  # NFKC + casefold
+    assert checks.check_contains(["长篇"], items)
+
+
+def test_forbid_ignores_dated_episodes_but_erased_does_not():
+    items = [item(1, "维保计划默认看两周", kind="episode")]
+    assert checks.check_forbid({"contains": ["两周"]}, items, None, {}) == []
+    assert checks.check_erased({"contains": ["两周"]}, items, None)
+    standing = [item(2, "维保计划默认看两周", kind="preference")]
+    assert checks.check_forbid({"contains": ["两周"]}, standing, None, {})
+
+
+def test_forbid_checks_only_the_memory_section_of_the_context():
+    context = {"messages": [{"role": "user", "content": "两周"}],
+               "sections": [{"name": "memories", "text": "一个月"}, {"name": "recent", "text": "两周"}]}
+    assert checks.check_forbid({"contains": ["两周"]}, [], context, {}) == []
+    assert checks.check_erased({"contains": ["两周"]}, [], context)
+
+
+def test_items_unique_and_labels():
+    items = [item(1, "Java 后端", kind="preference"), item(2, "Java 是主力语言", kind="episode")]
+    assert checks.check_unique(["Java"], items) == []
+    assert checks.check_unique(["Java"], items + [item(3, "Java again")])
+    assert checks.check_items([{"contains": "后端", "kind": "preference"}], items) == []
+    assert checks.check_items([{"contains": "后端", "assertion": "model_suggestion"}], items)
+    assert checks.check_labels(["m1"], items, {"m1": 2}) == []
+    assert checks.check_labels(["m1"], items, {"m1": 9})
+
+
+def test_tool_pairs_and_budget():
+    good = {"budget": 100, "messages": [{"role": "assistant", "content": "", "tool_calls": [{"id": "c1"}]},
+                                        {"role": "tool", "tool_call_id": "c1", "content": "x"}]}
+    assert checks.check_tool_pairs(good) == []
+    assert checks.check_tool_pairs({"messages": good["messages"][:1]})
+    assert checks.check_tool_pairs({"messages": good["messages"][1:]})
+    assert checks.check_within_budget(100, good) == []
+    assert checks.check_within_budget(5, good)
+
+
+def test_entity_expectations():
+    resolved = {"status": "resolved", "entity": {"external_id": "A-1"}, "candidates": []}
+    ambiguous = {"status": "ambiguous", "entity": None, "candidates": [{"external_id": "A-2"}, {"external_id": "A-1"}]}
+    assert checks.check_entity("A-1", resolved) == []
+    assert checks.check_entity("A-2", resolved)
+    assert checks.check_entity({"ambiguous": ["A-1", "A-2"]}, ambiguous) == []
+    assert checks.check_entity({"none": True}, resolved)
+
+
+def test_source_metrics():
+    probe = ProbeResult(label="q1-single-hop", passed=True, failures=[], source_gold=["D1:1", "D1:2"],
+                        ranked_refs=[["D9:9"], ["D1:2"], ["D1:1"]], k=2)
+    recall_at_2, all_hit, ndcg = source_scores(probe, 2)
+    assert recall_at_2 == 0.5 and all_hit == 0.0
+    assert source_scores(probe, 3)[:2] == (1.0, 1.0)
+    assert 0 < ndcg < 1
+    metrics = compute([CaseResult(id="c", passed=True, probes=[probe])], source_ks=(2, 3))
+    assert metrics["source_recall@2"] == 0.5 and metrics["source_recall@3"] == 1.0
+    assert metrics["source_recall_by_label_suffix"] == {"single-hop": 0.5}
+    assert metrics["stale_injection_rate"] is None  # no probe measured it
+
+
+@pytest.mark.django_db(transaction=True)
+def test_public_scenarios_run_and_report(tmp_path):
+    if not SHARED.exists():
+        pytest.skip(f"public scenarios not found at {SHARED}")
+    out = tmp_path / "report.json"
+    call_command("memory_eval", str(SHARED), "--in-place", "--quiet", "--json", str(out))
+    report = json.loads(out.read_text())
+    assert len(report["cases"]) == 24 and report["file"] == "scenarios-zh.jsonl"
+    assert set(report["metrics"]) >= {"probe_pass_rate", "expect_hit_rate", "stale_injection_rate",
+                                      "erasure_violation_rate", "entity_accuracy", "source_recall@k", "context_tokens_p95"}
+    assert not any(case.get("error") for case in report["cases"])
