@@ -14,6 +14,7 @@ Settings (read lazily, never at import time):
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import json
@@ -141,6 +142,13 @@ def _encode(text: str) -> list[int]:
 def count_tokens(text: str) -> int:
     if not text:
         return 0
+    return _count_cached(text)
+
+
+@functools.lru_cache(maxsize=50_000)
+def _count_cached(text: str) -> int:
+    # Context assembly counts the same messages on every turn (and several times per turn):
+    # hashing a string is far cheaper than BPE-encoding it again.
     return len(_encode(text))
 
 

@@ -9,6 +9,7 @@ unit, so the model never sees a call without its result or a result without its 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -136,6 +137,7 @@ def _relevant_part(content: str, room: int, query: str) -> str:
     return f"[{kept}]" if is_array else kept
 
 
+@functools.lru_cache(maxsize=512)
 def truncate_tool_result(content: str, max_tokens: int, query: str = "") -> str:
     """``content`` cut to about ``max_tokens`` tokens, keeping the pieces most relevant to ``query``.
 
