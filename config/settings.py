@@ -162,11 +162,12 @@ RESOLVE_PAST_MENTIONS = env.int("RESOLVE_PAST_MENTIONS", default=200)
 # Latin); then recency, importance and access frequency are added. See docs/recall.md.
 RECALL_WEIGHTS = env.json("RECALL_WEIGHTS", default={
     "semantic_zh": 0.6, "keyword_zh": 0.4, "semantic_en": 0.45, "keyword_en": 0.55,
-    "recency": 0.05, "importance": 0.05, "frequency": 0.02, "entity": 0.15, "episode_penalty": 0.05,
+    "recency": 0.05, "importance": 0.05, "frequency": 0.02, "entity": 0.15, "episode_penalty": 0.0,
     # With the composite embedder: the multilingual model's share of an English query's cosine.
     "multilingual_share_en": 0.2,
 })
 ACCESS_STATS_FLUSH_SECONDS = env.float("ACCESS_STATS_FLUSH_SECONDS", default=5.0)
+RECALL_COLLAPSE_SAME_SOURCE = env.bool("RECALL_COLLAPSE_SAME_SOURCE", default=True)
 RECALL_NORMALIZE_SEMANTIC = env.bool("RECALL_NORMALIZE_SEMANTIC", default=True)
 RECALL_RECENCY_HALF_LIFE_DAYS = env.float("RECALL_RECENCY_HALF_LIFE_DAYS", default=30.0)
 RECALL_CANDIDATES = env.int("RECALL_CANDIDATES", default=60)

@@ -253,14 +253,22 @@ def recall(q: RecallQuery) -> RecallResult:
     keyword = {m: keyword_raw.get(m, 0.0) / top_kw for m in kept} if top_kw > 0 else {}
     semantic = _minmax(raw_semantic) if settings.RECALL_NORMALIZE_SEMANTIC else raw_semantic
     ranked = _rank(q, kept, semantic, keyword, links, raw_semantic)
-    items, seen_hashes = [], set()
+    items, seen_hashes, seen_sources = [], set(), set()
     dedup_dropped = {}
     for memory_id, score, parts in ranked:
         memory = kept[memory_id]
         if memory.content_hash in seen_hashes:
             dedup_dropped[memory_id] = "duplicate content"
             continue
+        # A memory and the episode it was extracted from say the same thing from the same turn:
+        # keep the better-ranked one so the k slots carry k different pieces of evidence.
+        source_key = frozenset(s["message_id"] for s in sources[memory_id] if s["message_id"])
+        if settings.RECALL_COLLAPSE_SAME_SOURCE and len(source_key) == 1 and source_key in seen_sources:
+            dedup_dropped[memory_id] = "same single source as a better-ranked item"
+            continue
         seen_hashes.add(memory.content_hash)
+        if len(source_key) == 1:
+            seen_sources.add(source_key)
         items.append(RecallItem(memory=memory, score=round(score, 4), parts=parts, sources=sources[memory_id],
                                 entity_ids=links.get(memory_id, [])))
         if len(items) >= k:
