@@ -167,6 +167,9 @@ RECALL_WEIGHTS = env.json("RECALL_WEIGHTS", default={
     "multilingual_share_en": 0.2,
 })
 ACCESS_STATS_FLUSH_SECONDS = env.float("ACCESS_STATS_FLUSH_SECONDS", default=5.0)
+# Short turns and memories: weak length normalisation and early term saturation (LoCoMo-tuned, docs/evaluation.md).
+KEYWORD_BM25_K1 = env.float("KEYWORD_BM25_K1", default=0.9)
+KEYWORD_BM25_B = env.float("KEYWORD_BM25_B", default=0.3)
 RECALL_COLLAPSE_SAME_SOURCE = env.bool("RECALL_COLLAPSE_SAME_SOURCE", default=True)
 RECALL_NORMALIZE_SEMANTIC = env.bool("RECALL_NORMALIZE_SEMANTIC", default=True)
 RECALL_RECENCY_HALF_LIFE_DAYS = env.float("RECALL_RECENCY_HALF_LIFE_DAYS", default=30.0)

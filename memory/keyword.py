@@ -7,6 +7,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
+from django.conf import settings
 from rank_bm25 import BM25Okapi
 
 from conversations.textutil import tokenize
@@ -57,7 +58,7 @@ def _build(org_id: int, user_id: str, generation: int) -> _UserIndex:
     # The slot key names the subject ("fact:用户.住址"), so "我的住址" finds "我家住在…文三路".
     corpus = [(terms(content) + terms((slot or "").split(":", 1)[-1].replace(".", " "))) or ["∅"]
               for _, content, slot in rows]
-    return _UserIndex(generation, np.array([r[0] for r in rows], dtype=np.int64), _LuceneBM25(corpus))
+    return _UserIndex(generation, np.array([r[0] for r in rows], dtype=np.int64), _LuceneBM25(corpus, k1=settings.KEYWORD_BM25_K1, b=settings.KEYWORD_BM25_B))
 
 
 def _index_for(org_id: int, user_id: str) -> _UserIndex:
