@@ -1,4 +1,8 @@
-"""Two extractions of the same fact at once never leave two active memories."""
+"""Two extractions of the same fact at once never leave two active memories.
+
+Service profile only: the embedded profile's test database is SQLite in shared-cache memory mode,
+whose table locks fail at once instead of waiting (a file database in production waits on its busy
+timeout), so it cannot model two concurrent writers."""
 import threading
 
 import pytest
@@ -32,6 +36,7 @@ def _race(org, contents: list[str], kind="fact") -> list[str]:
     return outcomes
 
 
+@pytest.mark.service_only
 @pytest.mark.django_db(transaction=True)
 def test_same_fact_from_two_workers_is_stored_once():
     org = org_get_or_create(slug="race")
@@ -40,6 +45,7 @@ def test_same_fact_from_two_workers_is_stored_once():
     assert Memory.objects.filter(status="active", kind="fact").count() == 1
 
 
+@pytest.mark.service_only
 @pytest.mark.django_db(transaction=True)
 def test_same_slot_updates_from_two_workers_leave_one_active():
     org = org_get_or_create(slug="race2")
