@@ -1,0 +1,241 @@
+"""Context assembly latency against its floor (DESIGN §10).
+
+One user with ~200 long-term memories (written through ``memory_write``) and a ~300-message
+conversation with tool calls and tool results of random sizes (appended through
+``messages_append``, so eager extraction also leaves episodes), plus a few task states. Then
+~200 ``assemble_context(ContextRequest(...))`` calls with varying budgets and messages.
+
+Floor, per call, in the same run: ``recall()`` alone + ``select_window()`` alone (on messages already
+loaded, with the window budget that call ended up using). Goal: context p95 ≤ 30 ms.
+
+    python -m bench.context
+    python -m bench.context --memories 200 --messages 300 --calls 200 --budgets 1000,2000,4000,8000,16000
+"""
+from __future__ import annotations
+
+import random
+import sys
+
+from bench import common
+
+NAME = "context"
+
+
+def parse_args(argv=None):
+    p = common.arg_parser(NAME, __doc__.split("\n\n")[0])
+    p.add_argument("--memories", type=int, default=200, help="long-term memories of the user (default 200)")
+    p.add_argument("--messages", type=int, default=300, help="messages in the conversation (default 300)")
+    p.add_argument("--calls", type=int, default=200, help="measured context calls (default 200)")
+    p.add_argument("--budgets", default="1000,2000,4000,8000,16000", help="token budgets to cycle through")
+    p.add_argument("--tool-share", type=float, default=0.4, help="share of turns with tool calls")
+    p.add_argument("--max-tool-chars", type=int, default=12_000, help="largest tool result (characters)")
+    p.add_argument("--append-batch", type=int, default=4, help="messages per messages_append call while building")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    bench = common.setup(NAME, args)
+
+    from django.conf import settings
+    from django.db import connection
+    from django.db.models import Count
+    from django.test.utils import CaptureQueriesContext
+
+    from bench.synth import TextGen, conversation_turns
+    from conversations.models import HistorySummary, Message
+    from conversations.services import conversation_create, messages_append, task_state_put
+    from conversations.window import select_window
+    from memory.context import ContextRequest, assemble_context
+    from memory.models import Memory
+    from memory.selectors.recall_pipeline import RecallQuery, recall
+    from memory.services.memories import MemoryInput, memory_write
+    from memory.summaries import window_message
+    from memory.vectors import active_embedder
+    from tenancy.services import org_get_or_create
+
+    org = org_get_or_create(slug="bench")
+    user = "ctx-user"
+    embedder = active_embedder()
+    bench.facts = common.machine_facts(embedder)
+
+    # ---------------------------------------------------------------- long-term memories (write path)
+    gen = TextGen(args.seed)
+    bench.log(f"writing {args.memories} long-term memories through memory_write")
+    outcomes: dict[str, int] = {}
+    write_ms = []
+    attempts = 0
+    while Memory.objects.filter(org=org, user_id=user, status="active").exclude(kind="episode").count() < args.memories \
+            and attempts < args.memories * 3:
+        attempts += 1
+        m = gen.memory(user, gen.rng.choice(["preference", "fact", "event", "context", "suggestion"]))
+        outcome, elapsed = common.timed(memory_write, MemoryInput(
+            org=org, user_id=user, kind=m.kind, content=m.content, importance=round(gen.rng.uniform(0.3, 0.9), 2),
+            assertion="model_suggestion" if m.kind == "suggestion" else "user_stated", created_by="api", actor="bench"))
+        write_ms.append(elapsed)
+        outcomes[outcome.action] = outcomes.get(outcome.action, 0) + 1
+
+    # ---------------------------------------------------------------- conversation (append path, eager extraction)
+    conversation, _ = conversation_create(org=org, owner_user=user, external_id="bench-context", title="bench")
+    turns = conversation_turns(args.seed + 3, args.messages, tool_share=args.tool_share,
+                               max_tool_chars=args.max_tool_chars)
+    bench.log(f"appending {len(turns)} messages ({sum(1 for t in turns if t['role'] == 'tool')} tool results)")
+    append_ms = []
+    i = 0
+    while i < len(turns):
+        chunk = turns[i:i + args.append_batch]
+        # keep a tool group in one append
+        while i + len(chunk) < len(turns) and turns[i + len(chunk)]["role"] == "tool":
+            chunk = turns[i:i + len(chunk) + 1]
+        _, elapsed = common.timed(messages_append, conversation=conversation, user_id=user, messages=chunk)
+        append_ms.append(elapsed)
+        i += len(chunk)
+    for key, kind, state in (("plan-harvest", "plan", "in_progress"), ("draft-report", "draft", "draft"),
+                             ("confirm-order", "confirmation", "pending")):
+        task_state_put(conversation=conversation, key=key, kind=kind, state=state, user_id=user,
+                       data={"step": 2, "items": [f"item-{j}" for j in range(5)], "note": "bench"})
+    conversation.refresh_from_db()
+    messages = [window_message(m) for m in Message.objects.filter(conversation=conversation, redacted=False).order_by("seq")]
+    message_tokens = [m.token_count for m in Message.objects.filter(conversation=conversation)]
+    memory_counts = dict(Memory.objects.filter(org=org, user_id=user, status="active").order_by()
+                         .values_list("kind").annotate(n=Count("id")))
+    tool_sizes = [len(t["content"]) for t in turns if t["role"] == "tool"]
+
+    # ---------------------------------------------------------------- calls
+    budgets = [int(b) for b in args.budgets.split(",") if b.strip()]
+    rng = random.Random(args.seed + 5)
+    qgen = TextGen(args.seed + 9)
+    qgen.rng = rng
+    calls = []
+    for c in range(args.calls):
+        seed_memory = qgen.memory(user, rng.choice(["preference", "fact", "event", "context"]))
+        text, lang = qgen.query_for(seed_memory, cross_lingual=rng.random() < 0.1)
+        calls.append({"budget": budgets[c % len(budgets)], "message": text, "lang": lang})
+    rng.shuffle(calls)
+    system = "你是农机维保助手。Answer in the user's language; cite memory ids when you use them."
+    tools = [{"type": "function", "function": {"name": "get_asset_status", "parameters": {"type": "object"}}}]
+
+    def context_call(c):
+        return assemble_context(ContextRequest(org=org, user_id=user, conversation=conversation, message=c["message"],
+                                               budget=c["budget"], system=system, tools=tools))
+
+    # Warm-up: the same calls once; the first call at a window boundary builds a summary row, later ones reuse it.
+    bench.log(f"warm-up: {len(calls)} context calls (summaries get built here)")
+    summaries_before = HistorySummary.objects.filter(conversation=conversation).count()
+    cold_ms = []
+    for c in calls:
+        result, elapsed = common.timed(context_call, c)
+        cold_ms.append(elapsed)
+        recent = next(s for s in result.sections if s.name == "recent")
+        c["window_budget"] = recent.tokens  # what this call's window used: the floor's select_window budget
+    summaries_built = HistorySummary.objects.filter(conversation=conversation).count() - summaries_before
+
+    bench.log("measuring (interleaved with the floor)")
+    samples = {"context": [], "floor": [], "floor_recall": [], "floor_window": []}
+    by_budget: dict[int, dict[str, list]] = {b: {"context": [], "floor": [], "tokens": [], "sections": []} for b in budgets}
+    inner = {"recall_inside": [], "rest": []}
+    limit_k = settings.CONTEXT_RECALL_K
+    for n, c in enumerate(calls):
+        def floor():
+            _, r_ms = common.timed(recall, RecallQuery(org=org, user_id=user, query=c["message"], k=limit_k,
+                                                       conversation_id=conversation.id))
+            _, w_ms = common.timed(select_window, messages, c["window_budget"], query=c["message"],
+                                   tool_result_max_tokens=settings.CONTEXT_TOOL_RESULT_MAX_TOKENS)
+            return r_ms, w_ms
+
+        if n % 2 == 0:
+            result, ctx_ms = common.timed(context_call, c)
+            r_ms, w_ms = floor()
+        else:
+            r_ms, w_ms = floor()
+            result, ctx_ms = common.timed(context_call, c)
+        samples["context"].append(ctx_ms)
+        samples["floor"].append(r_ms + w_ms)
+        samples["floor_recall"].append(r_ms)
+        samples["floor_window"].append(w_ms)
+        if "recall" in result.timings_ms:
+            inner["recall_inside"].append(result.timings_ms["recall"])
+            inner["rest"].append(ctx_ms - result.timings_ms["recall"])
+        b = by_budget[c["budget"]]
+        b["context"].append(ctx_ms)
+        b["floor"].append(r_ms + w_ms)
+        b["tokens"].append(result.total_tokens)
+        b["sections"].append({s.name: s.tokens for s in result.sections})
+
+    with CaptureQueriesContext(connection) as ctx:
+        context_call(calls[0])
+    sql_count = len(ctx.captured_queries)
+    sql_first = [q["sql"][:140] for q in ctx.captured_queries]
+
+    # ---------------------------------------------------------------- report
+    st = {k: common.stats(v) for k, v in samples.items()}
+    st["first_pass_with_summary_builds"] = common.stats(cold_ms)
+    inner_st = {k: common.stats(v) for k, v in inner.items() if v}
+    budget_rows, budget_json = [], {}
+    for b, d in by_budget.items():
+        if not d["context"]:
+            continue
+        cs, fs = common.stats(d["context"]), common.stats(d["floor"])
+        sec_names = ["system", "task_state", "memories", "episodes", "summary", "recent", "message"]
+        sec_mean = {name: round(sum(s.get(name, 0) for s in d["sections"]) / len(d["sections"]), 1) for name in sec_names}
+        tokens_mean = sum(d["tokens"]) / len(d["tokens"])
+        budget_json[b] = {"context_ms": cs, "floor_ms": fs, "ratio": common.ratios(cs, fs),
+                          "total_tokens_mean": round(tokens_mean, 1), "total_tokens_max": max(d["tokens"]),
+                          "section_tokens_mean": sec_mean}
+        budget_rows.append((b, cs["n"], cs["p50"], cs["p95"], fs["p50"], fs["p95"], common.ratio(cs["p95"], fs["p95"]),
+                            round(tokens_mean), sec_mean["memories"], sec_mean["episodes"], sec_mean["summary"],
+                            sec_mean["recent"]))
+    over_budget = sum(1 for b, d in by_budget.items() for t in d["tokens"] if t > b)
+    ctx_p95 = st["context"]["p95"]
+    payload = {
+        "config": {"memories_target": args.memories, "budgets": budgets, "calls": len(calls),
+                   "messages": len(messages), "tool_results": len(tool_sizes),
+                   "tool_result_chars": common.stats(tool_sizes) if tool_sizes else None,
+                   "conversation_tokens": sum(message_tokens), "active_memories_by_kind": memory_counts,
+                   "memory_write_outcomes": outcomes, "context_recall_k": limit_k},
+        "setup": {"memory_write_ms": common.stats(write_ms), "messages_append_ms": common.stats(append_ms),
+                  "summaries_built_in_warmup": summaries_built},
+        "latency_ms": st,
+        "inside_context_ms": inner_st,
+        "ratio": common.ratios(st["context"], st["floor"]),
+        "by_budget": budget_json,
+        "calls_over_budget": over_budget,
+        "sql_per_call": {"count": sql_count, "first_call": sql_first},
+        "goals": {"context_p95_le_30ms": {"value": ctx_p95, "limit": 30.0, "status": common.goal_mark(ctx_p95, 30.0)}},
+        "rss_mb": common.rss_mb(), "peak_rss_mb": common.peak_rss_mb(),
+    }
+    out = common.write_results(bench, payload)
+
+    common.print_facts(bench.facts)
+    print(f"### bench.context — {len(messages)} messages ({len(tool_sizes)} tool results, "
+          f"{sum(message_tokens):,} tokens), active memories {memory_counts}, {len(calls)} calls\n")
+    print(f"setup: memory_write p50 {st_or(write_ms)} ms; messages_append (eager extraction, "
+          f"{args.append_batch}/call) p50 {st_or(append_ms)} ms; {summaries_built} summaries built in the warm-up\n")
+    rows = [("floor: recall + select_window", st["floor"], None),
+            ("  floor: recall()", st["floor_recall"], None),
+            ("  floor: select_window()", st["floor_window"], None),
+            ("assemble_context()", st["context"], common.ratios(st["context"], st["floor"])),
+            ("assemble_context() first pass (summary builds)", st["first_pass_with_summary_builds"], None)]
+    print(common.table(["path", "n", "p50 ms", "p95 ms", "p99 ms", "ratio p50", "ratio p95"],
+                       [(label, s["n"], s["p50"], s["p95"], s["p99"], (r or {}).get("p50"), (r or {}).get("p95"))
+                        for label, s, r in rows]))
+    print()
+    print(common.table(["budget", "n", "ctx p50", "ctx p95", "floor p50", "floor p95", "ratio p95", "tokens",
+                        "memories", "episodes", "summary", "recent"], budget_rows))
+    print()
+    if inner_st:
+        print(f"inside assemble_context: recall p50 {inner_st['recall_inside']['p50']} ms, everything else p50 "
+              f"{inner_st['rest']['p50']} ms / p95 {inner_st['rest']['p95']} ms; {sql_count} SQL statements per call")
+    print(f"goal: context p95 = {ctx_p95} ms (≤ 30 ms: {payload['goals']['context_p95_le_30ms']['status']}); "
+          f"ratio p50/p95 = {payload['ratio'].get('p50')}/{payload['ratio'].get('p95')}; calls over budget: {over_budget}")
+    print(f"RSS {payload['rss_mb']} MiB (peak {payload['peak_rss_mb']} MiB)")
+    print(f"\nresults: {out.relative_to(common.REPO_ROOT) if out.is_relative_to(common.REPO_ROOT) else out}")
+    return 0
+
+
+def st_or(values) -> float | None:
+    return common.stats(values).get("p50") if values else None
+
+
+if __name__ == "__main__":
+    sys.exit(main())
