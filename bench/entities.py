@@ -74,7 +74,7 @@ def main(argv=None) -> int:
     from conversations.services import conversation_create, messages_append
     from entities.models import Entity
     from entities.policy import allowed_entity_ids
-    from entities.selectors import _registry_version, entity_matcher_for_org, entity_refs
+    from entities.selectors import entity_matcher_for_org, entity_refs, registry_generation
     from memory.vectors import active_embedder
     from tenancy.services import org_get_or_create
 
@@ -180,7 +180,7 @@ def main(argv=None) -> int:
             "allowed_entity_ids_1": []}
     some_id = refs[0][0]
     for _ in range(30):
-        comp["registry_version_query"].append(common.timed(_registry_version, org.id)[1])
+        comp["registry_version_query"].append(common.timed(registry_generation, org.id)[1])
         comp["entity_matcher_for_org_warm"].append(common.timed(entity_matcher_for_org, org_id=org.id)[1])
         comp["entity_refs_all"].append(common.timed(entity_refs, org_id=org.id)[1])
         comp["allowed_entity_ids_1"].append(

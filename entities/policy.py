@@ -16,19 +16,15 @@ class LocalGrantPolicy:
     """Visible to every user of the org unless restricted (then allow rows only); deny rows always win."""
 
     def allowed_ids(self, *, org_id: int, user_id: str, entity_ids: Collection[int]) -> set[int]:
+        """Two small queries whatever the number of candidates ("那台收割机" can name thousands):
+        the org's restricted entities and this user's rules, then set arithmetic."""
         if not entity_ids:
             return set()
-        rows = Entity.objects.filter(org_id=org_id, id__in=entity_ids, active=True).values_list("id", "restricted")
-        rules = dict(EntityAccess.objects.filter(entity_id__in=entity_ids, user_id=user_id).values_list("entity_id", "effect"))
-        allowed = set()
-        for entity_id, restricted in rows:
-            effect = rules.get(entity_id)
-            if effect == EntityAccess.DENY:
-                continue
-            if restricted and effect != EntityAccess.ALLOW:
-                continue
-            allowed.add(entity_id)
-        return allowed
+        rules = dict(EntityAccess.objects.filter(entity__org_id=org_id, user_id=user_id).values_list("entity_id", "effect"))
+        restricted = set(Entity.objects.filter(org_id=org_id, restricted=True).values_list("id", flat=True))
+        denied = {e for e, effect in rules.items() if effect == EntityAccess.DENY}
+        granted = {e for e, effect in rules.items() if effect == EntityAccess.ALLOW}
+        return set(entity_ids) - denied - (restricted - granted)
 
     def visible_q(self, *, user_id: str) -> Q:
         """A queryset filter with the same meaning, for listing and resolution over the registry."""
