@@ -44,6 +44,7 @@ class EntityAccess(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["entity", "user_id"], name="entity_access_unique_user")]
+        indexes = [models.Index(fields=["user_id"])]
 
     def __str__(self) -> str:
         return f"{self.effect} {self.user_id} on {self.entity_id}"

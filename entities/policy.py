@@ -12,6 +12,23 @@ from django.db.models import Q
 from entities.models import Entity, EntityAccess
 
 
+_restricted: dict[int, tuple[int, frozenset[int]]] = {}
+
+
+def _restricted_ids(org_id: int) -> frozenset[int]:
+    """The org's restricted entities, kept per registry generation (a grants change bumps it);
+    the per-user rules are read every time, so a revocation applies at once."""
+    from entities.selectors import registry_generation
+
+    generation = registry_generation(org_id)
+    cached = _restricted.get(org_id)
+    if cached and cached[0] == generation:
+        return cached[1]
+    ids = frozenset(Entity.objects.filter(org_id=org_id, restricted=True).values_list("id", flat=True))
+    _restricted[org_id] = (generation, ids)
+    return ids
+
+
 class LocalGrantPolicy:
     """Visible to every user of the org unless restricted (then allow rows only); deny rows always win."""
 
@@ -20,8 +37,8 @@ class LocalGrantPolicy:
         the org's restricted entities and this user's rules, then set arithmetic."""
         if not entity_ids:
             return set()
-        rules = dict(EntityAccess.objects.filter(entity__org_id=org_id, user_id=user_id).values_list("entity_id", "effect"))
-        restricted = set(Entity.objects.filter(org_id=org_id, restricted=True).values_list("id", flat=True))
+        rules = dict(EntityAccess.objects.filter(user_id=user_id, entity__org_id=org_id).values_list("entity_id", "effect"))
+        restricted = _restricted_ids(org_id)
         denied = {e for e, effect in rules.items() if effect == EntityAccess.DENY}
         granted = {e for e, effect in rules.items() if effect == EntityAccess.ALLOW}
         return set(entity_ids) - denied - (restricted - granted)
