@@ -6,6 +6,7 @@ drives it again later. Anything else is a bug and propagates.
 """
 import logging
 
+from celery.exceptions import Retry
 from kombu.exceptions import OperationalError as BrokerError
 
 from memory.vector_index import VectorIndexUnavailable
@@ -17,6 +18,7 @@ def enqueue(task, *args) -> bool:
     try:
         task.delay(*args)
         return True
-    except (BrokerError, ConnectionError, VectorIndexUnavailable) as exc:
+    except (BrokerError, ConnectionError, VectorIndexUnavailable, Retry) as exc:
+        # Retry: an eager task that asked to be retried (its backend is down) surfaces here.
         logger.warning("enqueue %s failed (%s); reconcile will repair args=%s", task.name, type(exc).__name__, args)
         return False

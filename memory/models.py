@@ -51,6 +51,7 @@ class Memory(models.Model):
             models.Index(fields=["org", "user_id", "status", "kind"]),
             models.Index(fields=["org", "user_id", "slot_key"]),
             models.Index(fields=["status", "projected_version"]),
+            models.Index(fields=["updated_at"]),  # re-embed catch-up and reconcile's grace window
         ]
 
     def __str__(self) -> str:

@@ -33,3 +33,27 @@ def forget_request_execute(request_id: int) -> None:
     from memory.services.forget import forget_request_execute as execute
 
     execute(request_id=request_id)
+
+
+# Maintenance (memory.maintenance). In the embedded topology these must run in the process that owns
+# the vector shard; with a Qdrant server any worker can.
+RECONCILE_GRACE_SECONDS = 30  # rows written this recently are left to their own memory_sync tasks
+RECONCILE_LOCK_SECONDS = 15 * 60
+
+
+@shared_task(ignore_result=True)
+def projections_reconcile_task(collection: str | None = None, fix: bool = True) -> dict:
+    # No retry: beat runs this again in 5 minutes, and a run that overlaps another is skipped.
+    from memory import maintenance
+
+    with maintenance.single_flight("projections_reconcile", timeout=RECONCILE_LOCK_SECONDS) as acquired:
+        if not acquired:
+            return {"skipped": "already running"}
+        return maintenance.projections_reconcile(collection=collection, fix=fix, grace_seconds=RECONCILE_GRACE_SECONDS)
+
+
+@shared_task(ignore_result=True)
+def extraction_resume_task() -> int:
+    from memory import maintenance
+
+    return maintenance.extraction_resume()

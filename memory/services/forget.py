@@ -93,7 +93,7 @@ def _memory_forget(memory_id: int, request: ForgetRequest | None) -> tuple[bool,
         MemoryEmbedding.objects.filter(memory=memory).delete()
         Memory.objects.filter(id=memory.id).update(
             content="", status="forgotten", active_hash=None, invalidated_at=timezone.now(), invalid_reason="forgotten",
-            version=memory.version + 1)
+            version=memory.version + 1, updated_at=timezone.now())
         audit_record(org=memory.org, actor=f"forget_request:{request.id}" if request else "system", actor_kind="system",
                      action="memory.forget", target_type="memory", target_id=str(memory.id),
                      detail={"version": memory.version + 1})
