@@ -17,6 +17,8 @@ class BeatJob:
 BEAT_JOBS: tuple[BeatJob, ...] = (
     BeatJob("memory: reconcile projections", "memory.tasks.projections_reconcile_task", 5),
     BeatJob("memory: resume extraction and forget requests", "memory.tasks.extraction_resume_task", 2),
+    BeatJob("memory: expire dated and task-scoped memories", "memory.tasks.memories_expire_task", 10),
+    BeatJob("memory: evict above per-user capacity", "memory.tasks.memories_evict_task", 60),
 )
 
 

@@ -57,3 +57,17 @@ def extraction_resume_task() -> int:
     from memory import maintenance
 
     return maintenance.extraction_resume()
+
+
+@shared_task(ignore_result=True)
+def memories_expire_task() -> int:
+    from memory.services.lifecycle import memories_expire
+
+    return memories_expire()
+
+
+@shared_task(ignore_result=True)
+def memories_evict_task() -> int:
+    from memory.services.lifecycle import memories_evict
+
+    return memories_evict()

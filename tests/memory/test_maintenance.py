@@ -340,7 +340,12 @@ def test_ensure_beat_schedule_is_idempotent_and_keeps_an_operators_pause(db):
     ensure_beat_schedule()
 
     tasks = {t.task: t for t in PeriodicTask.objects.filter(name__in=names)}
-    assert len(tasks) == 2 and PeriodicTask.objects.filter(name__in=names).count() == 2
+    assert len(tasks) == 4 and PeriodicTask.objects.filter(name__in=names).count() == 4
+    assert set(tasks) >= {"memory.tasks.memories_expire_task", "memory.tasks.memories_evict_task"}
+    from config.celery import app
+
+    app.loader.import_default_modules()
+    assert set(tasks) <= set(app.tasks)  # every scheduled name is a registered task
     reconcile = tasks["memory.tasks.projections_reconcile_task"]
     resume = tasks["memory.tasks.extraction_resume_task"]
     assert (reconcile.interval.every, reconcile.interval.period) == (5, IntervalSchedule.MINUTES)
