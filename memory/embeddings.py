@@ -153,10 +153,20 @@ class CompositeEmbedder(Embedder):
         # Each part batches and locks on its own; no outer lock so the two can be reused elsewhere.
         return _l2_normalise(self._encode_batch(list(texts)).astype(np.float32))
 
+    def encode_parts(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """Each model's unit vector for one text: encode once, then compose as many queries as needed."""
+        return self.parts[0].encode_one(text), self.parts[1].encode_one(text)
+
+    @staticmethod
+    def compose(first: np.ndarray, second: np.ndarray, first_weight: float | None = None) -> np.ndarray:
+        """None: the stored (unit) form. A weight: a query vector, not unit norm, whose dot product
+        with a stored vector is first_weight * cos_first + (1 - first_weight) * cos_second."""
+        if first_weight is None:
+            return (np.hstack([first, second]) / np.sqrt(2.0)).astype(np.float32)
+        return (np.hstack([first_weight * first, (1.0 - first_weight) * second]) * np.sqrt(2.0)).astype(np.float32)
+
     def query_vector(self, text: str, first_weight: float) -> np.ndarray:
-        """Not unit norm: its dot product with a stored vector is the weighted cosine mix."""
-        a, b = (part.encode_one(text) for part in self.parts)
-        return np.hstack([first_weight * a, (1.0 - first_weight) * b]).astype(np.float32) * np.sqrt(2.0)
+        return self.compose(*self.encode_parts(text), first_weight)
 
     def part_cosines(self, query: np.ndarray, stored: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(cos_first, cos_second) of a unit composite query against stored composite rows."""

@@ -90,16 +90,22 @@ class _QueryVectors:
 
 def _query_vectors(q: RecallQuery) -> _QueryVectors:
     embedder = active_embedder()
-    unit = embedder.encode_one(q.query)
     if not isinstance(embedder, CompositeEmbedder):
+        unit = embedder.encode_one(q.query)
         return _QueryVectors(embedder, unit, [unit])
-    # A Chinese query searches with the multilingual half only; an English one with the English mix
-    # and, for cross-lingual hits (English question, Chinese memory), the multilingual half too.
-    multilingual = embedder.query_vector(q.query, 1.0)
+    # One encode per model; a Chinese query searches with the multilingual half only, an English one
+    # with the English mix and, for cross-lingual hits (English question, Chinese memory), the
+    # multilingual half too.
     if _is_cjk(q.query):
-        return _QueryVectors(embedder, unit, [multilingual])
-    return _QueryVectors(embedder, unit, [embedder.query_vector(q.query, settings.RECALL_WEIGHTS["multilingual_share_en"]),
-                                          multilingual])
+        # Chinese is scored by the multilingual half alone: the English model need not run at all.
+        first = embedder.parts[0].encode_one(q.query)
+        second = np.zeros(embedder.parts[1].dim, dtype=np.float32)
+        return _QueryVectors(embedder, embedder.compose(first, second), [embedder.compose(first, second, 1.0)])
+    first, second = embedder.encode_parts(q.query)
+    unit = embedder.compose(first, second)
+    multilingual = embedder.compose(first, second, 1.0)
+    mix = embedder.compose(first, second, settings.RECALL_WEIGHTS["multilingual_share_en"])
+    return _QueryVectors(embedder, unit, [mix, multilingual])
 
 
 def _semantic_candidates(q: RecallQuery, vectors: _QueryVectors, limit: int, result: RecallResult) -> dict[int, float]:
