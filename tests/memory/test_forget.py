@@ -39,6 +39,10 @@ def test_forget_by_query_removes_everything(api):
     say(api, s1, f"我家住在{SECRET}。")
     ids = list(Memory.objects.values_list("id", flat=True))
     assert SECRET in everything_visible(api, create_conversation(api, "probe"))
+    org_id = Memory.objects.first().org_id
+    from memory.cache import memory_cache, standing_memories
+
+    assert set(standing_memories(org_id, "u1")) & set(ids)  # the cache hash holds the fact now
     request, preview = forget_by_query(api, "我的住址")
     assert api.get(f"/api/v1/forget/{request['id']}").json()["status"] == "executed"
     assert {m["id"] for m in preview} == set(ids)  # the fact and the episode it came from
@@ -51,6 +55,8 @@ def test_forget_by_query_removes_everything(api):
     # vector index: points physically deleted
     index = get_vector_index()
     assert not {pid for pid, _ in index.scroll(collection=active_collection())} & set(ids)
+    # cache: the per-user hash no longer holds it
+    assert not set(memory_cache.get_all(org_id, "u1") or {}) & set(ids)
     # recall and context
     probe = create_conversation(api, "probe2")
     assert "文三路" not in everything_visible(api, probe)
