@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from memory.extraction.base import ASSERTIONS, CHANGES, KINDS, OPERATIONS, SCOPES, Candidate
@@ -51,10 +51,14 @@ def _parse_time(value: Any, ref: datetime, reason: str) -> datetime | None:
     _require(isinstance(value, str) and len(value) <= 40, reason)
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError as exc:
+        # A date without an offset is meant in the user's time zone, which is the message's.
+        parsed = parsed if parsed.tzinfo else parsed.replace(tzinfo=ref.tzinfo)
+        # Normalising to UTC here surfaces dates the database cannot store (year 9999 with an offset).
+        parsed = parsed.astimezone(timezone.utc)
+    except (ValueError, OverflowError) as exc:
         raise InvalidOutput(reason) from exc
-    # A date without an offset is meant in the user's time zone, which is the message's.
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=ref.tzinfo)
+    _require(1900 <= parsed.year <= 2200, reason)
+    return parsed
 
 
 def parse_output(raw: str, *, shown_ids: set[int], role: str, ref: datetime) -> ParsedOutput:

@@ -142,11 +142,16 @@ def _store_embedding(memory: Memory, vector: np.ndarray, model_id: str) -> None:
 
 
 def _touch_duplicate(existing: Memory, inp: MemoryInput) -> None:
-    """A restatement confirms the memory: count it and keep where it was said again."""
+    """A restatement confirms the memory: count it and keep where it was said again. A message that
+    is already a source (a redelivered extraction task) confirms nothing new and changes nothing."""
+    known = set(MemorySource.objects.filter(memory=existing).values_list("message_id", "external_ref"))
+    new_sources = [s for s in inp.sources if (s.message_id, s.external_ref) not in known]
+    if inp.sources and not new_sources:
+        return
     Memory.objects.filter(id=existing.id).update(access_count=F("access_count") + 1)
-    if inp.sources:
+    if new_sources:
         version = existing.versions.order_by("-n").first()
-        _add_sources(existing, version, inp.sources)
+        _add_sources(existing, version, new_sources)
     _link_entities(existing, inp.entity_ids)
 
 
