@@ -7,7 +7,10 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 # The service profile of the test suite: real MariaDB, Redis cache and a Celery broker on Redis.
-SERVICE_ENV := DATABASE_URL=mysql://root@127.0.0.1:3306/test REDIS_URL=redis://127.0.0.1:6379/13 \
+# The database name is per run (pytest-django creates test_<name>), so two runs on one machine
+# never drop each other's tables.
+RUN_ID := $(shell date +%s)$(shell echo $$$$)
+SERVICE_ENV := DATABASE_URL=mysql://root@127.0.0.1:3306/memsvc$(RUN_ID) REDIS_URL=redis://127.0.0.1:6379/13 \
 	CELERY_BROKER_URL=redis://127.0.0.1:6379/14
 PYTEST_ARGS ?=
 
