@@ -75,7 +75,9 @@ class Command(BaseCommand):
         return cleanup
 
     def _drain(self):
-        if settings.CELERY_TASK_ALWAYS_EAGER:
+        from config.celery import app
+
+        if app.conf.task_always_eager:
             return  # eager: every task already ran inside the request that queued it
         from memory.selectors import projection_lag
 
