@@ -1,15 +1,31 @@
 from datetime import datetime
 
-from django.db.models import F, QuerySet
+from django.db.models import Exists, F, OuterRef, QuerySet
 from django.http import Http404
 
 from memory.models import Memory, MemoryVersion
 from tenancy.models import Org
 
 
+def _visible(qs: QuerySet[Memory], *, org: Org, user_id: str) -> QuerySet[Memory]:
+    """What recall's back-check hides stays hidden here: memories whose every source conversation
+    is unreadable for the user, and memories linked to an entity the policy denies now."""
+    from conversations.selectors import conversation_list
+    from entities.policy import allowed_entity_ids
+    from memory.models import EntityLink, MemorySource
+
+    readable = conversation_list(org=org, user_id=user_id).values("id")
+    with_sources = MemorySource.objects.filter(memory=OuterRef("pk"), conversation__isnull=False)
+    qs = qs.filter(~Exists(with_sources) | Exists(with_sources.filter(conversation__in=readable)))
+    linked = set(EntityLink.objects.filter(memory__org=org, memory__user_id=user_id)
+                 .values_list("entity_id", flat=True).distinct())
+    denied = linked - allowed_entity_ids(org_id=org.id, user_id=user_id, entity_ids=linked)
+    return qs.exclude(entity_links__entity_id__in=denied) if denied else qs
+
+
 def memory_get(*, org: Org, user_id: str, memory_id: int) -> Memory:
-    """404 for unknown ids, other orgs and other users alike."""
-    memory = Memory.objects.filter(id=memory_id, org=org, user_id=user_id).first()
+    """404 for unknown ids, other orgs, other users and memories hidden by revocation alike."""
+    memory = _visible(Memory.objects.filter(id=memory_id, org=org, user_id=user_id), org=org, user_id=user_id).first()
     if memory is None:
         raise Http404
     return memory
@@ -18,7 +34,7 @@ def memory_get(*, org: Org, user_id: str, memory_id: int) -> Memory:
 def memory_list(*, org: Org, user_id: str, kinds: list[str] | None = None, statuses: list[str] | None = None,
                 entity_id: int | None = None, created_after: datetime | None = None,
                 created_before: datetime | None = None, include_episodes: bool = False) -> QuerySet[Memory]:
-    qs = Memory.objects.filter(org=org, user_id=user_id)
+    qs = _visible(Memory.objects.filter(org=org, user_id=user_id), org=org, user_id=user_id)
     qs = qs.filter(status__in=statuses or ["active"])
     if kinds:
         qs = qs.filter(kind__in=kinds)

@@ -724,9 +724,6 @@ def granted_then_revoked(org):
 
 
 @pytest.mark.django_db
-@pytest.mark.xfail(strict=True, reason="BUG: GET /memories and /memories/{id} (memory/selectors/memories.py "
-                                       "memory_list/memory_get) skip the source back-check recall does: memories "
-                                       "derived from a revoked conversation stay readable there")
 def test_memory_list_and_detail_hide_what_a_revoked_source_derived(granted_then_revoked):
     u2, derived = granted_then_revoked
     listed = _ok(u2.get("/api/v1/memories?include_episodes=true"))["results"]
@@ -736,9 +733,6 @@ def test_memory_list_and_detail_hide_what_a_revoked_source_derived(granted_then_
 
 
 @pytest.mark.django_db
-@pytest.mark.xfail(strict=True, reason="BUG: GET /memories (memory/selectors/memories.py memory_list) ignores the "
-                                       "entity access policy: a memory linked to an entity revoked for the user "
-                                       "stays listed (recall hides it)")
 def test_memory_list_hides_memories_linked_to_a_revoked_entity(org):
     api = make_client(org, "u1")
     _ok(api.post("/api/v1/entities", {"type": "asset", "external_id": "A-7", "name": "七号拖拉机"}, format="json"))
