@@ -1,7 +1,7 @@
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
-from conversations.models import Conversation, ConversationAccess, HistorySummary, Message, TaskState
+from conversations.models import Conversation, ConversationAccess, Message, TaskState
 from tenancy.models import Org
 
 
@@ -57,7 +57,3 @@ def task_state_get(*, conversation: Conversation, key: str) -> TaskState:
 
 def task_state_list(*, conversation: Conversation) -> QuerySet[TaskState]:
     return TaskState.objects.filter(conversation=conversation).order_by("key")
-
-
-def summary_latest(*, conversation: Conversation) -> HistorySummary | None:
-    return HistorySummary.objects.filter(conversation=conversation).order_by("-covers_until_seq", "-id").first()

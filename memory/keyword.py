@@ -89,10 +89,6 @@ def keyword_scores(*, org_id: int, user_id: str, query: str) -> dict[int, float]
     return {int(index.ids[i]): float(scores[i]) for i in positive}
 
 
-def keyword_search(*, org_id: int, user_id: str, query: str, limit: int) -> list[tuple[int, float]]:
-    """(memory id, raw BM25 score) best first; only positive scores."""
-    scores = keyword_scores(org_id=org_id, user_id=user_id, query=query)
-    return sorted(scores.items(), key=lambda pair: -pair[1])[:limit]
 
 
 def clear() -> None:

@@ -41,8 +41,6 @@ def from_bytes(blob: bytes | memoryview) -> np.ndarray:
     return np.frombuffer(bytes(blob), dtype=np.float32)
 
 
-def embed(texts: list[str], embedder: Embedder | None = None) -> np.ndarray:
-    return (embedder or active_embedder()).encode(texts)
 
 
 def similarity(embedder: Embedder, query: np.ndarray, stored: np.ndarray, *, cjk: bool,

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from conversations.models import EntityMention, Message
 from conversations.services import message_mark_do_not_remember, message_mark_extracted
-from memory.models import Memory, MemorySource
+from memory.models import Memory
 from memory.services.memories import MemoryInput, SourceRef, memory_invalidate, memory_restated, memory_write
 
 logger = logging.getLogger(__name__)
@@ -126,8 +126,6 @@ def conversation_reextract(*, conversation_id: int) -> dict:
     return messages_extract(message_ids=ids, reextract=True)
 
 
-def source_memories_for_messages(message_ids: list[int]) -> list[int]:
-    return list(MemorySource.objects.filter(message_id__in=message_ids).values_list("memory_id", flat=True).distinct())
 
 
 def pending_extraction(*, older_than_seconds: int = 60) -> list[int]:
