@@ -22,6 +22,8 @@ $(STAMP): pyproject.toml
 	# torch first, from the CPU wheel on this disk: letting sentence-transformers pull torch fetches a CUDA build.
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -e '.[st,test]'
+	# Optional: the C MySQL driver when libmariadb-dev is present; PyMySQL serves otherwise.
+	$(PIP) install -q 'mysqlclient==2.3.2' >/dev/null 2>&1 || echo "mysqlclient not built (no libmariadb-dev): using PyMySQL"
 	touch $(STAMP)
 
 install: $(STAMP)

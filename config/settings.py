@@ -73,6 +73,15 @@ DATABASES = {
     "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'memory.sqlite3'}"),
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.mysql":
+    try:
+        import MySQLdb  # noqa: F401  (mysqlclient: the fast C driver, needs libmariadb-dev to build)
+    except ImportError:
+        # A fresh machine without the client headers still runs the service profile on PyMySQL;
+        # Django checks the mysqlclient version, so PyMySQL reports the one it is compatible with.
+        import pymysql
+
+        pymysql.version_info = (2, 2, 1, "final", 0)
+        pymysql.install_as_MySQLdb()
     DATABASES["default"].setdefault("OPTIONS", {})
     DATABASES["default"]["OPTIONS"].update({"charset": "utf8mb4", "init_command": "SET sql_mode='STRICT_TRANS_TABLES'"})
     DATABASES["default"]["TEST"] = {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_unicode_ci"}
