@@ -8,15 +8,19 @@ from tenancy.models import Org
 
 
 def _visible(qs: QuerySet[Memory], *, org: Org, user_id: str) -> QuerySet[Memory]:
-    """What recall's back-check hides stays hidden here: memories whose every source conversation
-    is unreadable for the user, and memories linked to an entity the policy denies now."""
+    """What recall's back-check hides stays hidden here: memories with any source conversation the
+    user cannot read now (a derived memory is never more readable than its sources, D5), and
+    memories linked to an entity the policy denies now."""
     from conversations.selectors import conversation_list
     from entities.policy import allowed_entity_ids
     from memory.models import EntityLink, MemorySource
 
+    # One NOT EXISTS per row: a merged memory keeps the text of every conversation it came from, so
+    # one unreadable source is enough to hide it. Memories without a conversation source pass.
     readable = conversation_list(org=org, user_id=user_id).values("id")
-    with_sources = MemorySource.objects.filter(memory=OuterRef("pk"), conversation__isnull=False)
-    qs = qs.filter(~Exists(with_sources) | Exists(with_sources.filter(conversation__in=readable)))
+    unreadable_source = (MemorySource.objects.filter(memory=OuterRef("pk"), conversation_id__isnull=False)
+                         .exclude(conversation_id__in=readable))
+    qs = qs.filter(~Exists(unreadable_source))
     linked = set(EntityLink.objects.filter(memory__org=org, memory__user_id=user_id)
                  .values_list("entity_id", flat=True).distinct())
     denied = linked - allowed_entity_ids(org_id=org.id, user_id=user_id, entity_ids=linked)
@@ -55,7 +59,7 @@ def memory_history(*, memory: Memory) -> QuerySet[MemoryVersion]:
 
 def projection_lag() -> dict:
     lagging = Memory.objects.filter(projected_version__lt=F("version")).count()
-    queue_depth = None
+    queue_depth, queues = None, {}
     try:
         from django.conf import settings
 
@@ -63,7 +67,11 @@ def projection_lag() -> dict:
             import redis
 
             client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=0.5, socket_connect_timeout=0.5)
-            queue_depth = int(client.llen("celery"))
+            # The default queue (extraction, forgetting, maintenance) and, on a single node with the
+            # embedded shard, the vector queue (projections) consumed by the web process.
+            names = {settings.CELERY_TASK_DEFAULT_QUEUE, settings.CELERY_VECTOR_QUEUE} - {""}
+            queues = {name: int(client.llen(name)) for name in sorted(names)}
+            queue_depth = sum(queues.values())
     except Exception:
-        queue_depth = None
-    return {"lagging_memories": lagging, "queue_depth": queue_depth}
+        queue_depth, queues = None, {}
+    return {"lagging_memories": lagging, "queue_depth": queue_depth, "queues": queues}

@@ -181,8 +181,10 @@ def _back_check(q: RecallQuery, ids: set[int], result: RecallResult) -> tuple[di
             reason = "not yet valid at the reference time"
         elif memory.valid_to and memory.valid_to <= (at or timezone.now()):
             reason = "expired at the reference time"
-        elif src_conversations and not (src_conversations & readable):
-            reason = "every source conversation is unreadable for this user"
+        elif src_conversations - readable:
+            # Every source, not any (D5): a merged memory carries the text of each conversation it
+            # came from, so one revoked source hides it.
+            reason = "a source conversation is unreadable for this user"
         elif any(e not in allowed for e in links[memory_id]):
             reason = "linked entity not accessible"
         elif q.entity_ids and not set(links[memory_id]) & set(q.entity_ids):

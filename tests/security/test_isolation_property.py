@@ -35,7 +35,7 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
-from memory.models import Memory, MemorySource
+from memory.models import Memory
 from tenancy.models import ApiKey
 from tenancy.services import api_key_revoke, org_get_or_create
 from tests.conftest import make_client
@@ -139,15 +139,6 @@ class Isolation(RuleBasedStateMachine):
     def entity_ok(self, key: tuple, o: str, u: str) -> bool:
         return self.ents[key].visible(self.slug[o], u)
 
-    def any_source_readable(self, token: str, o: str, u: str) -> bool:
-        """Known bug (test_recall_hides_merged_memory_when_one_source_is_revoked, docs/security.md #3):
-        recall keeps a merged memory while *some* source conversation is readable, although the text
-        came from a revoked one. Tolerated here so this test guards everything else."""
-        memory_ids = Memory.objects.filter(org=self.orgs[o], user_id=u, status="active", content__contains=token)
-        conv_ids = set(MemorySource.objects.filter(memory__in=memory_ids, conversation_id__isnull=False)
-                       .values_list("conversation_id", flat=True))
-        return any(c in self.convs and self.readable(c, o, u) for c in conv_ids)
-
     def recall_visible(self, token: str, o: str, u: str) -> bool:
         """May this token appear in a recalled item (or a context's memory/episode section) for (o, u)?"""
         tok = REGISTRY.get(token)
@@ -161,7 +152,7 @@ class Isolation(RuleBasedStateMachine):
         if any(not self.entity_ok(key, o, u) for key in tok.linked):
             return False
         if tok.kind == "message" and not self.readable(tok.conv, o, u):
-            return self.any_source_readable(token, o, u)
+            return False  # every source must be readable (D5), so a merged memory hides it too
         return True
 
     def owned_memory_text(self, token: str, o: str, u: str) -> bool:
@@ -745,9 +736,6 @@ def test_memory_list_hides_memories_linked_to_a_revoked_entity(org):
 
 
 @pytest.mark.django_db
-@pytest.mark.xfail(strict=True, reason="BUG: recall keeps a memory while ANY source conversation is readable "
-                                       "(memory/selectors/recall_pipeline.py _back_check); DESIGN §6.3 says every "
-                                       "source: a merged memory keeps the text of a revoked conversation")
 def test_recall_hides_merged_memory_when_one_source_is_revoked(org):
     api = make_client(org, "u1")
     first = _ok(api.post("/api/v1/conversations", {"title": "one"}, format="json"))
