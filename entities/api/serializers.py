@@ -6,6 +6,9 @@ from tenancy.api import StrictCharField, StrictSerializer
 
 TYPE_RE = r"^[a-z][a-z0-9_\-]{0,49}$"
 USER_RE = r"^[\w.@:+\-]{1,128}$"
+# The entity routes take the external id as a <path:...> (it may hold '/'); an id ending with an
+# action suffix would be routed to that action, so it is refused here (entities/api/urls.py).
+RESERVED_SUFFIXES = ("/deactivate", "/access/grant", "/access/revoke")
 
 
 class EntityInputSerializer(StrictSerializer):
@@ -16,6 +19,11 @@ class EntityInputSerializer(StrictSerializer):
     attributes = serializers.DictField(required=False, default=dict)
     grants = serializers.ListField(child=serializers.RegexField(USER_RE), required=False, max_length=1000,
                                    help_text="If given, only these users may read the entity.")
+
+    def validate_external_id(self, value: str) -> str:
+        if value.endswith(RESERVED_SUFFIXES):
+            raise serializers.ValidationError(f"Must not end with {', '.join(RESERVED_SUFFIXES)}.")
+        return value
 
 
 class EntityBulkInputSerializer(StrictSerializer):

@@ -16,8 +16,11 @@ def _actor(request) -> str:
 
 def _visible_entity(request, type: str, external_id: str):
     entity = selectors.entity_get(org=request.user.org, type=type, external_id=external_id)
+    # The policy decides whatever `active` says: deactivating a restricted entity must not publish its
+    # name and attributes to the whole org. The HTTP policy only answers for active entities, so
+    # there a deactivated one is hidden from everyone (fails closed).
     allowed = get_access_policy().allowed_ids(org_id=request.user.org.id, user_id=request.user.user_id, entity_ids={entity.id})
-    if entity.id not in allowed and entity.active:
+    if entity.id not in allowed:
         raise Http404
     return entity
 

@@ -51,6 +51,26 @@ def test_list_search_and_deactivate(api, fleet):
     assert resolve(api, "3号拖拉机怎么了")["status"] == "none"
 
 
+def test_external_ids_with_slashes_reach_every_route(api):
+    from urllib.parse import quote
+
+    assert api.post("/api/v1/entities", {"type": "workorder", "external_id": "WO/2024/7", "name": "工单七"},
+                    format="json").status_code == 201
+    for path in ("WO/2024/7", quote("WO/2024/7", safe="")):
+        assert api.get(f"/api/v1/entities/workorder/{path}").json()["external_id"] == "WO/2024/7"
+    assert api.post("/api/v1/entities/workorder/WO/2024/7/access/grant", {"user": "u2"},
+                    format="json").status_code == 204
+    assert api.post("/api/v1/entities/workorder/WO/2024/7/deactivate", {}, format="json").json()["active"] is False
+
+
+def test_external_ids_ending_with_an_action_suffix_are_refused(api):
+    for external_id in ("X/deactivate", "X/access/grant", "X/access/revoke"):
+        response = api.post("/api/v1/entities", {"type": "asset", "external_id": external_id, "name": "n"}, format="json")
+        assert response.status_code == 400 and "external_id" in response.json(), response.content
+    assert api.post("/api/v1/entities", {"type": "asset", "external_id": "deactivate", "name": "n"},
+                    format="json").status_code == 201
+
+
 def test_other_org_cannot_see_entities(api_other_org, fleet):
     assert api_other_org.get("/api/v1/entities").json()["results"] == []
     assert api_other_org.get("/api/v1/entities/asset/A-1001").status_code == 404

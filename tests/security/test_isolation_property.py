@@ -751,8 +751,6 @@ def test_recall_hides_merged_memory_when_one_source_is_revoked(org):
 
 
 @pytest.mark.django_db
-@pytest.mark.xfail(strict=True, reason="BUG: entities/api/views.py _visible_entity returns a deactivated entity "
-                                       "to users the access policy denies (`and entity.active`)")
 def test_deactivated_restricted_entity_stays_hidden(org):
     owner, other = make_client(org, "u1"), make_client(org, "u2")
     _ok(owner.post("/api/v1/entities", {"type": "asset", "external_id": "S-1", "name": "保密设备",
@@ -763,9 +761,6 @@ def test_deactivated_restricted_entity_stays_hidden(org):
 
 
 @pytest.mark.django_db
-@pytest.mark.xfail(strict=True, reason="BUG: entities/api/urls.py routes `<str:external_id>`, which cannot hold "
-                                       "'/', but registration accepts any external_id: such an entity can never be "
-                                       "read, granted or revoked through the API")
 def test_entity_with_a_slash_in_its_id_can_be_revoked(org):
     api = make_client(org, "u1")
     _ok(api.post("/api/v1/entities", {"type": "workorder", "external_id": "WO/2024/7", "name": "工单七"},
