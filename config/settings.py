@@ -117,6 +117,9 @@ else:
 CACHE_TTL_SECONDS = env.int("CACHE_TTL_SECONDS", default=3600)
 # Capacity of the per-user hash of standing memories (a user above it is served the most recent).
 CACHE_MAX_STANDING_MEMORIES = env.int("CACHE_MAX_STANDING_MEMORIES", default=2000)
+# Recent-window cache: one list per conversation; longer conversations are read from the database.
+CACHE_WINDOW_MAX_MESSAGES = env.int("CACHE_WINDOW_MAX_MESSAGES", default=1000)
+CACHE_WINDOW_TTL_SECONDS = env.int("CACHE_WINDOW_TTL_SECONDS", default=3600)
 
 # --------------------------------------------------------------------------- celery
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "memory://")
@@ -143,6 +146,17 @@ EMBEDDING_MODEL = env.str("EMBEDDING_MODEL", default="use-multilingual+minilm")
 EMBEDDING_THREADS = env.int("EMBEDDING_THREADS", default=1)
 TOKEN_ENCODING = env.str("TOKEN_ENCODING", default="o200k_base")
 TIKTOKEN_CACHE_DIR = env.str("TIKTOKEN_CACHE_DIR", default=str(VAR_DIR / "tiktoken"))
+
+# --------------------------------------------------------------------------- topology (docs/architecture.md)
+# The embedded shard opens in one process only: on a single node every task that touches vectors goes
+# to CELERY_VECTOR_QUEUE, which only the shard-owning web process consumes (VECTOR_CONSUMER_IN_WEB: a
+# solo Celery consumer on a thread of the web process); `make worker` consumes the default queue.
+# With a Qdrant server any process may touch vectors and nothing is routed (empty CELERY_VECTOR_QUEUE).
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_VECTOR_QUEUE = env.str("CELERY_VECTOR_QUEUE", default="" if QDRANT_URL else "vectors")
+CELERY_TASK_ROUTES = ("config.celery.route_task",)
+VECTOR_CONSUMER_IN_WEB = env.bool("VECTOR_CONSUMER_IN_WEB",
+                                  default=bool(CELERY_VECTOR_QUEUE) and not CELERY_TASK_ALWAYS_EAGER)
 
 # Write path: how many recent same-kind memories semantic dedup compares against (plus same-slot ones).
 SEMANTIC_DEDUP_WINDOW = env.int("SEMANTIC_DEDUP_WINDOW", default=500)

@@ -12,6 +12,9 @@ class Conversation(models.Model):
     title = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     message_count = models.PositiveIntegerField(default=0)
+    # Bumped when message text is redacted: names the current recent-window cache list, so a list
+    # holding redacted text is never read again even if Redis could not be reached to delete it.
+    window_version = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from conversations.models import Conversation, ConversationAccess, EntityMention, HistorySummary, Message, TaskState
 from conversations.signals import messages_appended
+from conversations.window_cache import window_cache_append, window_cache_drop
 from tenancy.models import Org
 from tenancy.services import audit_record
 
@@ -85,6 +86,7 @@ def messages_append(*, conversation: Conversation, user_id: str, messages: list[
         _record_mentions(locked, created)
         message_ids = [m.id for m in created]
         org_id = locked.org_id
+        transaction.on_commit(lambda: window_cache_append(locked.id, locked.window_version, created))
         transaction.on_commit(lambda: messages_appended.send(sender=Message, org_id=org_id, message_ids=message_ids))
     logger.info("appended messages conversation=%s count=%s", conversation.id, len(created))
     return created
@@ -143,8 +145,14 @@ def summary_store(*, conversation: Conversation, covers_until_seq: int, text: st
 
 def messages_redact(*, message_ids: list[int]) -> int:
     """Remove message text for good (forget requests that cover messages)."""
-    updated = Message.objects.filter(id__in=message_ids).update(content="", tool_calls=None, redacted=True)
-    HistorySummary.objects.filter(conversation__messages__id__in=message_ids).delete()
+    with transaction.atomic():
+        conversations = list(Conversation.objects.select_for_update()
+                             .filter(messages__id__in=message_ids).distinct().values_list("id", "window_version"))
+        updated = Message.objects.filter(id__in=message_ids).update(content="", tool_calls=None, redacted=True)
+        HistorySummary.objects.filter(conversation__messages__id__in=message_ids).delete()
+        Conversation.objects.filter(id__in=[c for c, _ in conversations]).update(window_version=F("window_version") + 1)
+        for conversation_id, version in conversations:
+            transaction.on_commit(lambda c=conversation_id, v=version: window_cache_drop(c, v))
     return updated
 
 

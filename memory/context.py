@@ -12,12 +12,13 @@ from datetime import datetime
 
 from django.conf import settings
 
-from conversations.models import Conversation, Message, TaskState
+from conversations.models import Conversation, TaskState
 from conversations.tokens import REPLY_PRIMING_TOKENS, count_message_tokens, count_tokens, truncate_to_tokens
-from conversations.window import WindowMessage, select_window
+from conversations.window import select_window
+from conversations.window_cache import window_messages
 from memory.cache import standing_memories
 from memory.selectors.recall_pipeline import RecallItem, RecallQuery, recall
-from memory.summaries import summary_covering, window_message
+from memory.summaries import summary_covering
 from tenancy.models import Org
 
 logger = logging.getLogger(__name__)
@@ -111,13 +112,6 @@ def _memory_sections(items: list[RecallItem], cap_memories: int, cap_episodes: i
     return mem, epi
 
 
-def _messages_for(conversation: Conversation, at: datetime | None) -> list[WindowMessage]:
-    qs = Message.objects.filter(conversation=conversation, redacted=False).order_by("seq")
-    if at is not None:
-        qs = qs.filter(occurred_at__lte=at)
-    return [window_message(m) for m in qs]
-
-
 def _fraction(req: ContextRequest, name: str) -> float:
     return float(req.section_budgets.get(name, settings.CONTEXT_SECTION_BUDGETS[name]))
 
@@ -144,7 +138,7 @@ def assemble_context(req: ContextRequest) -> ContextResult:
     task.tokens = count_tokens(task.text) + overhead if task.text else 0
     avail -= task.tokens
 
-    messages = _messages_for(req.conversation, req.at)
+    messages = window_messages(req.conversation, req.at)
     cap_mem = 0 if req.recent_only else min(int(budget * _fraction(req, "memories")), avail)
     cap_epi = 0 if req.recent_only else min(int(budget * _fraction(req, "episodes")), avail - cap_mem)
     cap_sum = min(int(budget * _fraction(req, "summary")), avail - cap_mem - cap_epi)
