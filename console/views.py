@@ -174,7 +174,8 @@ def api_keys(request):
         _require(request, "tenancy.add_apikey")
         if form.is_valid():
             key, plaintext = api_key_create(org=form.cleaned_data["org"], name=form.cleaned_data["name"],
-                                            scopes=form.cleaned_data["scopes"], actor=_operator(request))
+                                            scopes=form.cleaned_data["scopes"], actor=_operator(request),
+                                            actor_kind="operator")
             # Rendered into this one response (never_cache via admin_view), never into the session or messages.
             created = {"key": key, "plaintext": plaintext}
             logger.info("console api key created id=%s org=%s", key.id, key.org_id)

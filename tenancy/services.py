@@ -21,15 +21,17 @@ def org_get_or_create(*, slug: str, name: str = "") -> Org:
 
 
 @transaction.atomic
-def api_key_create(*, org: Org, name: str, scopes: list[str] | None = None, actor: str = "system") -> tuple[ApiKey, str]:
+def api_key_create(*, org: Org, name: str, scopes: list[str] | None = None, actor: str = "system",
+                   actor_kind: str = "system") -> tuple[ApiKey, str]:
     """Returns the key row and the plaintext key, which is shown once and never stored."""
     prefix = secrets.token_hex(6)
     secret = secrets.token_urlsafe(32)
     key = ApiKey(org=org, name=name, prefix=prefix, secret_hash=_hash_secret(secret), scopes=scopes or [])
     key.full_clean()
     key.save()
-    audit_record(org=org, actor=actor, actor_kind="operator" if actor != "system" else "system",
-                 action="api_key.create", target_type="api_key", target_id=str(key.id))
+    # The caller says who it is: usernames are free, so an operator named "system" must not pass as it.
+    audit_record(org=org, actor=actor, actor_kind=actor_kind, action="api_key.create", target_type="api_key",
+                 target_id=str(key.id))
     return key, f"{KEY_PREFIX}_{prefix}_{secret}"
 
 

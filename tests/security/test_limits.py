@@ -342,8 +342,6 @@ def test_console_forget_user_and_recall_explain_are_audited(operator_client, org
     assert not Memory.objects.filter(org=org, user_id="u1", status="active").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: tenancy/services.py api_key_create audits actor_kind='system' when the "
-                                       "operator's username is 'system', so an operator can pass as the system")
 def test_an_operator_named_system_is_still_audited_as_an_operator(org):
     client = Client()
     client.force_login(_operator("system"))
