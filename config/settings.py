@@ -39,6 +39,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.metrics.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -117,6 +118,8 @@ else:
 CACHE_TTL_SECONDS = env.int("CACHE_TTL_SECONDS", default=3600)
 # Capacity of the per-user hash of standing memories (a user above it is served the most recent).
 CACHE_MAX_STANDING_MEMORIES = env.int("CACHE_MAX_STANDING_MEMORIES", default=2000)
+# /metrics (Prometheus): open like /readyz unless a token is set; then `Authorization: Bearer <token>`.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
 # Recent-window cache: one list per conversation; longer conversations are read from the database.
 CACHE_WINDOW_MAX_MESSAGES = env.int("CACHE_WINDOW_MAX_MESSAGES", default=1000)
 CACHE_WINDOW_TTL_SECONDS = env.int("CACHE_WINDOW_TTL_SECONDS", default=3600)

@@ -1,0 +1,128 @@
+"""Prometheus metrics at /metrics: request counts and latencies per route, and the backlogs an
+operator alerts on (projection lag, queue depth, unextracted messages, pending forgets), read from
+MySQL and the broker at scrape time so they can never drift from the truth.
+
+Routes are labelled by their URL pattern, never the path: ids stay out of the labels and the label
+set stays bounded. Nothing here reads message or memory text.
+"""
+import hmac
+import logging
+import time
+from datetime import timedelta
+
+from django.conf import settings
+from django.http import HttpResponse
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+
+logger = logging.getLogger(__name__)
+
+REGISTRY = CollectorRegistry(auto_describe=False)
+REQUESTS = Counter("memsvc_http_requests", "HTTP requests answered", ["route", "method", "status"], registry=REGISTRY)
+LATENCY = Histogram("memsvc_http_request_seconds", "HTTP request latency", ["route", "method"], registry=REGISTRY,
+                    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+
+
+def _queue_depths() -> dict[str, int]:
+    if settings.CELERY_TASK_ALWAYS_EAGER or not settings.CELERY_BROKER_URL.startswith("redis"):
+        return {}
+    import redis
+
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=0.5, socket_connect_timeout=0.5)
+    queues = {settings.CELERY_TASK_DEFAULT_QUEUE, getattr(settings, "CELERY_VECTOR_QUEUE", "") or ""} - {""}
+    return {queue: int(client.llen(queue)) for queue in sorted(queues)}
+
+
+def _backlog() -> dict[str, int]:
+    from django.db.models import F
+    from django.utils import timezone
+
+    from conversations.models import Message
+    from memory.models import ForgetRequest, Memory
+    from memory.services.extraction import EXTRACTABLE_ROLES
+
+    cutoff = timezone.now() - timedelta(seconds=60)
+    return {
+        "lagging": Memory.objects.filter(projected_version__lt=F("version")).count(),
+        "unextracted": Message.objects.filter(extracted_at__isnull=True, created_at__lt=cutoff,
+                                              role__in=EXTRACTABLE_ROLES).count(),
+        "forget_pending": ForgetRequest.objects.filter(status="pending").count(),
+        "forget_approved": ForgetRequest.objects.filter(status="approved").count(),
+    }
+
+
+def _vector_index() -> int:
+    from memory.vector_index import get_vector_index
+
+    index = get_vector_index()
+    return index.count() if index.live_collection() else 0
+
+
+class BacklogCollector:
+    """Each source is read on its own: one failing (broker down) leaves the others reported and
+    sets its `memsvc_source_up` to 0."""
+
+    def collect(self):
+        up = GaugeMetricFamily("memsvc_source_up", "Whether a metrics source could be read", labels=["source"])
+        started = time.perf_counter()
+        try:
+            backlog = _backlog()
+            up.add_metric(["database"], 1)
+            yield GaugeMetricFamily("memsvc_projection_lagging_memories",
+                                    "Memories whose projected version is behind their version", value=backlog["lagging"])
+            yield GaugeMetricFamily("memsvc_messages_pending_extraction",
+                                    "Messages older than 60 s whose extraction has not run", value=backlog["unextracted"])
+            forget = GaugeMetricFamily("memsvc_forget_requests", "Forget requests not yet executed", labels=["status"])
+            forget.add_metric(["pending"], backlog["forget_pending"])
+            forget.add_metric(["approved"], backlog["forget_approved"])
+            yield forget
+        except Exception as exc:
+            logger.warning("metrics: database source failed: %s", type(exc).__name__)
+            up.add_metric(["database"], 0)
+        try:
+            depths = _queue_depths()
+            up.add_metric(["broker"], 1)
+            queue = GaugeMetricFamily("memsvc_queue_depth", "Tasks waiting in a broker queue", labels=["queue"])
+            for name, depth in depths.items():
+                queue.add_metric([name], depth)
+            yield queue
+        except Exception as exc:
+            logger.warning("metrics: broker source failed: %s", type(exc).__name__)
+            up.add_metric(["broker"], 0)
+        try:
+            points = _vector_index()
+            up.add_metric(["vector_index"], 1)
+            yield GaugeMetricFamily("memsvc_vector_points", "Points in the live vector collection", value=points)
+        except Exception as exc:
+            logger.warning("metrics: vector index source failed: %s", type(exc).__name__)
+            up.add_metric(["vector_index"], 0)
+        yield up
+        yield GaugeMetricFamily("memsvc_scrape_seconds", "Time spent reading the backlog sources",
+                                value=time.perf_counter() - started)
+
+
+REGISTRY.register(BacklogCollector())
+
+
+class MetricsMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        started = time.perf_counter()
+        response = self.get_response(request)
+        match = getattr(request, "resolver_match", None)
+        route = match.route if match is not None else "unmatched"
+        if route != "metrics":
+            LATENCY.labels(route, request.method).observe(time.perf_counter() - started)
+            REQUESTS.labels(route, request.method, str(response.status_code)).inc()
+        return response
+
+
+def metrics(request):
+    token = settings.METRICS_TOKEN
+    if token:
+        given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+        if not hmac.compare_digest(given.encode(), token.encode()):
+            return HttpResponse("metrics token required\n", status=401, content_type="text/plain")
+    return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)
