@@ -45,8 +45,12 @@ test-embedded: install
 test-service: install
 	$(SERVICE_ENV) $(PY) -m pytest -q $(PYTEST_ARGS)
 
+# The default queue only: on a single node the vector queue (projections) is consumed by the web
+# process, which owns the embedded shard (docs/architecture.md, Topologies). With a Qdrant server nothing
+# is routed there and the default queue carries every task.
+WORKER_QUEUES ?= celery
 worker: install
-	$(PY) -m celery -A config worker -l info --concurrency 2
+	$(PY) -m celery -A config worker -l info --concurrency 2 -Q $(WORKER_QUEUES)
 
 beat: install
 	$(PY) -m celery -A config beat -l info

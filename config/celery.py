@@ -1,9 +1,46 @@
 import os
 
 from celery import Celery
+from celery.signals import worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("memory_service")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+# --------------------------------------------------------------------------- topology
+# An embedded Qdrant shard opens in one process only. On a single node that is the web process: it
+# consumes CELERY_VECTOR_QUEUE (config/vector_consumer.py), every task that touches vectors is routed
+# there, and `celery worker -Q celery` processes refuse to open the shard. With a Qdrant server
+# (QDRANT_URL) CELERY_VECTOR_QUEUE is empty and nothing is routed. docs/architecture.md, Topologies.
+
+
+def route_task(name, args, kwargs, options, task=None, **kw):
+    """CELERY_TASK_ROUTES entry: tasks that touch the vector index go to the vector queue."""
+    from django.conf import settings
+
+    queue = getattr(settings, "CELERY_VECTOR_QUEUE", "")
+    if queue and getattr(task, "touches_vectors", False):
+        return {"queue": queue}
+    return None
+
+
+def consumed_queues(worker) -> set[str]:
+    return set(worker.app.amqp.queues.consume_from)
+
+
+@worker_init.connect
+def _leave_the_shard_to_its_owner(sender=None, **kwargs) -> None:
+    """A worker that does not consume the vector queue must never open the embedded shard: it would
+    take the shard's lock from the web process (and hold it for as long as it lives)."""
+    from django.conf import settings
+
+    from memory.vector_index import refuse_embedded_index
+
+    queue = getattr(settings, "CELERY_VECTOR_QUEUE", "")
+    if sender is None or not queue or settings.QDRANT_URL:
+        return
+    if queue not in consumed_queues(sender):
+        refuse_embedded_index(f"worker {sender.hostname} does not consume the {queue!r} queue")

@@ -54,6 +54,14 @@ def _broker():
     return {"mode": "worker"}
 
 
+def _vector_consumer():
+    # Single node with the embedded shard: this process must be consuming the vector queue, or
+    # projections wait (reported, not fatal: writes and recall still work).
+    from config.vector_consumer import vector_consumer_status
+
+    return vector_consumer_status()
+
+
 def _projection_lag():
     from memory.selectors import projection_lag
 
@@ -62,7 +70,7 @@ def _projection_lag():
 
 def readyz(request):
     checks = {"database": _check(_database), "cache": _check(_cache), "vector_index": _check(_vectors),
-              "broker": _check(_broker)}
+              "broker": _check(_broker), "vector_consumer": _check(_vector_consumer)}
     if checks["database"]["status"] == "ok":
         checks["projection_lag"] = _check(_projection_lag)
     # The database is the only hard dependency: without it we answer 503; the rest degrade.

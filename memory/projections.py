@@ -2,6 +2,7 @@
 import logging
 
 from django.db import transaction
+from django.db.models import F
 
 from memory.cache import memory_cache
 from memory.models import Memory, MemoryEmbedding, VectorCollection
@@ -68,3 +69,16 @@ def memory_sync(*, memory_id: int, version: int, collection_name: str | None = N
             Memory.objects.filter(id=memory_id, version=version).update(projected_version=version)
     memory_cache.set(memory)
     return "upserted"
+
+
+def memory_points_delete(*, memory_ids: list[int]) -> int:
+    """Delete these memories' points from every collection (live, being built, retired): a forgotten
+    or purged memory leaves no vector anywhere. Rows still present and no longer active are marked
+    projected. Deleting twice is harmless. Returns how many collections were visited."""
+    index = get_vector_index()
+    names = index.collections()
+    for name in names:
+        index.delete(memory_ids, collection=name)
+    Memory.objects.filter(id__in=memory_ids, projected_version__lt=F("version")).exclude(status="active").update(
+        projected_version=F("version"))
+    return len(names)

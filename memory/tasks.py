@@ -1,15 +1,56 @@
-"""Thin Celery wrappers: take ids, call services/projections, retry transient backend failures."""
-from celery import shared_task
+"""Thin Celery wrappers: take ids, call services/projections, retry transient backend failures.
+
+Tasks that touch the vector index use ``VectorTask``: ``config.celery.route_task`` sends them to
+``CELERY_VECTOR_QUEUE`` when one is set (the embedded shard on a single node: only the process that
+owns it consumes that queue). See docs/architecture.md, Topologies.
+"""
+import logging
+
+from celery import Task, shared_task
 
 from memory.vector_index import VectorIndexUnavailable
 
+logger = logging.getLogger(__name__)
 
-@shared_task(acks_late=True, autoretry_for=(VectorIndexUnavailable, ConnectionError), retry_backoff=True,
-             retry_backoff_max=60, max_retries=10)
+
+class VectorTask(Task):
+    """A task that opens the vector index.
+
+    A worker that may not open the embedded shard (it does not consume the vector queue) and still
+    receives one (queued before the routing existed, or published by hand) sends it on to the vector
+    queue instead of failing: a retry would go back to the same queue.
+    """
+
+    touches_vectors = True
+
+    def __call__(self, *args, **kwargs):
+        from django.conf import settings
+
+        from memory.vector_index import may_open_vector_index
+
+        queue = getattr(settings, "CELERY_VECTOR_QUEUE", "")
+        if queue and not self.request.is_eager and not may_open_vector_index():
+            logger.warning("task %s delivered to a process without the vector index; forwarded to queue %s",
+                           self.name, queue)
+            self.apply_async(args, kwargs, queue=queue)
+            return None
+        return super().__call__(*args, **kwargs)
+
+
+@shared_task(base=VectorTask, acks_late=True, autoretry_for=(VectorIndexUnavailable, ConnectionError),
+             retry_backoff=True, retry_backoff_max=60, max_retries=10)
 def memory_sync(memory_id: int, version: int, collection: str | None = None) -> str:
     from memory import projections
 
     return projections.memory_sync(memory_id=memory_id, version=version, collection_name=collection)
+
+
+@shared_task(base=VectorTask, acks_late=True, autoretry_for=(VectorIndexUnavailable, ConnectionError),
+             retry_backoff=True, retry_backoff_max=60, max_retries=10)
+def memory_points_delete(memory_ids: list[int]) -> int:
+    from memory import projections
+
+    return projections.memory_points_delete(memory_ids=memory_ids)
 
 
 @shared_task(acks_late=True, autoretry_for=(ConnectionError,), retry_backoff=True, max_retries=8)
@@ -35,13 +76,13 @@ def forget_request_execute(request_id: int) -> None:
     execute(request_id=request_id)
 
 
-# Maintenance (memory.maintenance). In the embedded topology these must run in the process that owns
-# the vector shard; with a Qdrant server any worker can.
+# Maintenance (memory.maintenance). Those that touch vectors are VectorTasks: in the single-node
+# topology they run in the process that owns the embedded shard; with a Qdrant server any worker can.
 RECONCILE_GRACE_SECONDS = 30  # rows written this recently are left to their own memory_sync tasks
 RECONCILE_LOCK_SECONDS = 15 * 60
 
 
-@shared_task(ignore_result=True)
+@shared_task(base=VectorTask, ignore_result=True)
 def projections_reconcile_task(collection: str | None = None, fix: bool = True) -> dict:
     # No retry: beat runs this again in 5 minutes, and a run that overlaps another is skipped.
     from memory import maintenance
@@ -50,6 +91,28 @@ def projections_reconcile_task(collection: str | None = None, fix: bool = True) 
         if not acquired:
             return {"skipped": "already running"}
         return maintenance.projections_reconcile(collection=collection, fix=fix, grace_seconds=RECONCILE_GRACE_SECONDS)
+
+
+# Operator runs (`rebuild_projections --enqueue`, `reembed --enqueue`), executed where the embedded shard
+# is open. Acknowledged on receipt: they can outlast the broker's visibility timeout, and a redelivered
+# copy would run the whole job again; if the process dies midway the operator runs the command again.
+# Projection tasks wait behind them on the vector queue.
+@shared_task(base=VectorTask, acks_late=False, ignore_result=True)
+def projections_rebuild_task(batch: int = 500, optimize: bool = True) -> dict:
+    from memory import maintenance
+
+    counts = maintenance.projections_rebuild(batch=batch, optimize=optimize)
+    logger.info("rebuild_projections done %s", counts)
+    return counts
+
+
+@shared_task(base=VectorTask, acks_late=False, ignore_result=True)
+def reembed_task(model: str, batch: int = 256, optimize: bool = False) -> dict:
+    from memory import maintenance
+
+    counts = maintenance.reembed(model=model, batch=batch, optimize=optimize)
+    logger.info("reembed done %s", counts)
+    return counts
 
 
 @shared_task(ignore_result=True)

@@ -71,7 +71,9 @@ def celery_worker_session():
 
     from config.celery import app
 
-    with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=30) as worker:
+    # This process owns the test shard, so its worker also consumes the vector queue (projections).
+    queues = sorted({settings.CELERY_TASK_DEFAULT_QUEUE, settings.CELERY_VECTOR_QUEUE} - {""})
+    with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=30, queues=queues) as worker:
         yield worker
 
 

@@ -21,6 +21,8 @@ from tenancy.services import audit_record
 
 logger = logging.getLogger(__name__)
 
+PURGE_CHUNK = 1000  # memory ids per point-deletion task (message size)
+
 
 def forget_preview(*, org: Org, user_id: str, query: str, k: int = 20) -> list[tuple[Memory, float]]:
     """What "forget what matches this query" would remove: relevant memories, plus the episodes they
@@ -104,18 +106,13 @@ def _memory_forget(memory_id: int, request: ForgetRequest | None) -> tuple[bool,
 
 
 def _drop_projections(org_id: int, user_id: str, memory_id: int, version: int) -> None:
-    """Physically delete the point now; the queued sync confirms it (and retries if the index is down)."""
+    """Delete the point from every collection, through the vector queue: this runs in a Celery worker,
+    which on a single node may not open the embedded shard (docs/architecture.md, Topologies). If
+    the broker is down the row stays lagging and reconcile deletes the point."""
     from memory.enqueue import enqueue
-    from memory.tasks import memory_sync as memory_sync_task
-    from memory.vector_index import VectorIndexUnavailable, get_vector_index
+    from memory.tasks import memory_points_delete as memory_points_delete_task
 
-    try:
-        index = get_vector_index()
-        for name in index.collections():
-            index.delete([memory_id], collection=name)
-        Memory.objects.filter(id=memory_id, projected_version__lt=version).update(projected_version=version)
-    except VectorIndexUnavailable:
-        enqueue(memory_sync_task, memory_id, version)
+    transaction.on_commit(lambda: enqueue(memory_points_delete_task, [memory_id]))
     memory_cache.delete(org_id, user_id, [memory_id])
     user_generation_bump(org_id, user_id)
 
@@ -158,16 +155,17 @@ def forget_request_execute(*, request_id: int) -> ForgetRequest:
 
 def org_purge(*, org: Org, actor: str) -> dict:
     """Remove an org and everything it owns: rows (cascade), vectors and cache entries."""
-    from memory.vector_index import VectorIndexUnavailable, get_vector_index
+    from memory.enqueue import enqueue
+    from memory.tasks import memory_points_delete as memory_points_delete_task
 
     ids = list(Memory.objects.filter(org=org).values_list("id", flat=True))
     users = set(Memory.objects.filter(org=org).values_list("user_id", flat=True))
-    try:
-        index = get_vector_index()
-        for name in index.collections():
-            index.delete(ids, collection=name)
-    except VectorIndexUnavailable:
-        logger.warning("org purge: vector index down; reconcile will delete orphan points org=%s", org.id)
+    # Points go through the vector queue (whichever process owns the index). The rows are gone
+    # first, so recall's MySQL back-check hides any point still waiting; reconcile deletes what a
+    # lost task leaves.
+    for start in range(0, len(ids), PURGE_CHUNK):
+        chunk = ids[start:start + PURGE_CHUNK]
+        transaction.on_commit(lambda chunk=chunk: enqueue(memory_points_delete_task, chunk))
     for user_id in users:
         memory_cache.drop_user(org.id, user_id)
     counts = {"memories": len(ids), "conversations": Conversation.objects.filter(org=org).count()}

@@ -20,12 +20,18 @@ __all__ = [
     "VectorIndexUnavailable",
     "VectorPoint",
     "get_vector_index",
+    "may_open_vector_index",
+    "refuse_embedded_index",
     "reset_vector_index",
 ]
 
 _lock = threading.Lock()
 _instance: VectorIndex | None = None
 _instance_pid: int | None = None
+# Why this process may not open the embedded shard (None: it may). Set at startup in Celery workers
+# that do not consume the vector queue: one process per shard, and on a single node that process is
+# the web process (docs/architecture.md, Topologies).
+_embedded_refused: str | None = None
 
 
 def get_vector_index() -> VectorIndex:
@@ -44,6 +50,23 @@ def get_vector_index() -> VectorIndex:
         return _instance
 
 
+def refuse_embedded_index(reason: str | None) -> None:
+    """From now on this process refuses to open the embedded shard (``None`` allows it again).
+
+    Opening it here would take the shard's lock from its owner, so a call that would open it raises
+    ``VectorIndexUnavailable`` instead: every caller already treats that as "index down".
+    """
+    global _embedded_refused
+    _embedded_refused = reason
+
+
+def may_open_vector_index() -> bool:
+    """False in a process that must leave the embedded shard to its owner (a Qdrant server is fine)."""
+    from django.conf import settings
+
+    return _embedded_refused is None or bool(getattr(settings, "QDRANT_URL", None))
+
+
 def reset_vector_index() -> None:
     """Close and forget the process-wide index (tests, settings changes)."""
     global _instance, _instance_pid
@@ -60,4 +83,6 @@ def _build_from_settings() -> VectorIndex:
     url = getattr(settings, "QDRANT_URL", None)
     if url:
         return QdrantServerIndex(url, getattr(settings, "QDRANT_API_KEY", None))
+    if _embedded_refused is not None:
+        raise VectorIndexUnavailable(f"this process does not own the embedded shard: {_embedded_refused}")
     return EdgeVectorIndex(getattr(settings, "VECTOR_INDEX_PATH", "var/qdrant"))

@@ -54,7 +54,9 @@ class Workers:
             VECTOR_INDEX_PATH=str(tmp / "worker-qdrant"), TIKTOKEN_CACHE_DIR=str(settings.TIKTOKEN_CACHE_DIR),
             # The multilingual USE model alone loads in ~1 s instead of ~10 s for the default composite model
             # (torch): each restarted worker loads it again, and what is under test is the kill, not the model.
-            EMBEDDING_MODEL="use-multilingual", LOG_LEVEL="WARNING", PYTHONUNBUFFERED="1")
+            EMBEDDING_MODEL="use-multilingual", LOG_LEVEL="WARNING", PYTHONUNBUFFERED="1",
+            # These workers own their shard (no web process here): projections stay on their one queue.
+            CELERY_VECTOR_QUEUE="")
         for name in ("QDRANT_URL", "LLM_BASE_URL", "CELERY_TASK_ALWAYS_EAGER"):
             self.env.pop(name, None)
         self.procs: list[subprocess.Popen] = []

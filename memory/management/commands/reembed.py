@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from memory.management.commands.rebuild_projections import ENQUEUE_HELP
 from memory.vector_index import VectorIndexUnavailable
 
 
@@ -15,9 +16,17 @@ class Command(BaseCommand):
         parser.add_argument("--optimize", action="store_true",
                             help="Build the HNSW index before the switch. On the embedded shard this blocks every "
                                  "collection, the live one included, while it runs (minutes at 100k points).")
+        parser.add_argument("--enqueue", action="store_true", help=ENQUEUE_HELP)
 
-    def handle(self, *args, model: str, batch: int, optimize: bool, **options):
+    def handle(self, *args, model: str, batch: int, optimize: bool, enqueue: bool, **options):
         from memory.maintenance import reembed
+
+        if enqueue:
+            from memory.tasks import reembed_task
+
+            result = reembed_task.delay(model, batch, optimize)
+            self.stdout.write(f"queued {result.id}")
+            return
 
         with tqdm(total=0, unit="mem", file=self.stderr, disable=options["verbosity"] == 0) as bar:
             def progress(done: int, total: int) -> None:
