@@ -81,6 +81,9 @@ def _enqueue_sync(memory_ids_versions: list[tuple[int, int]], org_id: int, user_
 
 
 def _lock_user(org: Org, user_id: str) -> None:
+    # One query once the user's lock row exists (every write after the first).
+    if MemoryWriteLock.objects.select_for_update().filter(org=org, user_id=user_id).exists():
+        return
     MemoryWriteLock.objects.get_or_create(org=org, user_id=user_id)
     MemoryWriteLock.objects.select_for_update().get(org=org, user_id=user_id)
 
@@ -106,12 +109,11 @@ def _similar_active(inp: MemoryInput, vector: np.ndarray, model_id: str) -> list
     base = Memory.objects.filter(org=inp.org, user_id=inp.user_id, kind=inp.kind, scope=inp.scope, status="active")
     if inp.scope == "task":
         base = base.filter(conversation_id=inp.conversation_id)
-    ids = list(base.order_by("-id").values_list("id", flat=True)[: settings.SEMANTIC_DEDUP_WINDOW])
+    rows = {m.id: m for m in base.order_by("-id")[: settings.SEMANTIC_DEDUP_WINDOW]}
     if inp.slot_key:
-        ids += list(base.filter(slot_key=inp.slot_key).values_list("id", flat=True))
-    if not ids:
+        rows.update((m.id, m) for m in base.filter(slot_key=inp.slot_key).exclude(id__in=list(rows)))
+    if not rows:
         return []
-    rows = {m.id: m for m in Memory.objects.filter(id__in=set(ids))}
     pairs = list(MemoryEmbedding.objects.filter(memory_id__in=rows, model_id=model_id).values_list("memory_id", "vector"))
     if not pairs:
         return []
@@ -136,7 +138,10 @@ def _link_entities(memory: Memory, entity_ids: list[int]) -> None:
     EntityLink.objects.bulk_create([EntityLink(memory=memory, entity_id=e) for e in set(entity_ids)], ignore_conflicts=True)
 
 
-def _store_embedding(memory: Memory, vector: np.ndarray, model_id: str) -> None:
+def _store_embedding(memory: Memory, vector: np.ndarray, model_id: str, *, new: bool = False) -> None:
+    if new:  # a row created in this transaction has no embedding yet: skip the lookup
+        MemoryEmbedding.objects.create(memory=memory, model_id=model_id, version=memory.version, vector=to_bytes(vector))
+        return
     MemoryEmbedding.objects.update_or_create(memory=memory, model_id=model_id,
                                              defaults={"version": memory.version, "vector": to_bytes(vector)})
 
@@ -222,7 +227,7 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
                 raise
             _touch_duplicate(existing, inp)
             return WriteOutcome("duplicate", existing, similarity=1.0)
-        _store_embedding(memory, vector, embedder.model_id)
+        _store_embedding(memory, vector, embedder.model_id, new=True)
         superseded = []
         for old in targets:
             Memory.objects.filter(id=old.id).update(status="superseded", superseded_by=memory, active_hash=None,
@@ -247,7 +252,8 @@ def _create_row(inp: MemoryInput, digest: str, reason: str) -> Memory:
         valid_from=inp.valid_from, valid_to=inp.valid_to, occurred_at=inp.occurred_at, created_at=created_at,
         created_by=inp.created_by, version=1,
     )
-    memory.full_clean(validate_unique=False, validate_constraints=False)
+    # org and conversation come from authentication and a checked conversation: skip their FK lookups.
+    memory.full_clean(exclude=["org", "conversation"], validate_unique=False, validate_constraints=False)
     memory.save()
     version = MemoryVersion.objects.create(memory=memory, n=1, content=inp.content, content_hash=digest,
                                            created_by=inp.created_by, actor=inp.actor[:200], reason=reason)
