@@ -59,14 +59,17 @@ def memory_sync(*, memory_id: int, version: int, collection_name: str | None = N
         return "skipped"  # a newer write has queued its own task
     vector = _vector_for(memory, collection)  # slow call, made outside the lock
     entity_ids = list(memory.entity_links.values_list("entity_id", flat=True))
+    point = VectorPoint(point_id=memory.id, vector=vector, payload=memory_payload(memory, entity_ids, collection.model_id))
     with transaction.atomic():
-        # The row lock stops a newer write interleaving between the version check and the upsert.
-        if not Memory.objects.select_for_update().filter(id=memory_id, version=version, status="active").exists():
-            return "skipped"
-        index.upsert([VectorPoint(point_id=memory.id, vector=vector,
-                                  payload=memory_payload(memory, entity_ids, collection.model_id))], collection=name)
+        # The row lock stops a newer write interleaving between the version check and the upsert. On
+        # the live collection the conditional UPDATE takes the lock, checks and marks in one statement
+        # (a failed upsert rolls the mark back).
         if collection_name is None:
-            Memory.objects.filter(id=memory_id, version=version).update(projected_version=version)
+            if not Memory.objects.filter(id=memory_id, version=version, status="active").update(projected_version=version):
+                return "skipped"
+        elif not Memory.objects.select_for_update().filter(id=memory_id, version=version, status="active").exists():
+            return "skipped"
+        index.upsert([point], collection=name)
     memory_cache.set(memory)
     return "upserted"
 

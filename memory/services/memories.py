@@ -84,7 +84,8 @@ def _lock_user(org: Org, user_id: str) -> None:
     # One query once the user's lock row exists (every write after the first).
     if MemoryWriteLock.objects.select_for_update().filter(org=org, user_id=user_id).exists():
         return
-    MemoryWriteLock.objects.get_or_create(org=org, user_id=user_id)
+    # First write of this user: create the row (a concurrent first write may win; either is fine).
+    MemoryWriteLock.objects.bulk_create([MemoryWriteLock(org=org, user_id=user_id)], ignore_conflicts=True)
     MemoryWriteLock.objects.select_for_update().get(org=org, user_id=user_id)
 
 
