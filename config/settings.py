@@ -232,7 +232,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["tenancy.authentication.HasOrgAndUser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["tenancy.parsers.JSONParser"],  # bounds nesting, refuses lone surrogates
     "EXCEPTION_HANDLER": "tenancy.exceptions.api_exception_handler",
     "DEFAULT_THROTTLE_CLASSES": ["tenancy.throttling.ApiKeyRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"api_key": env.str("API_RATE_LIMIT", default="6000/min")},
@@ -253,6 +253,7 @@ SPECTACULAR_SETTINGS = {
         }
     },
     "SECURITY": [{"ApiKey": [], "ActingUser": []}],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "tenancy.schema.add_error_responses"],
 }
 
 # --------------------------------------------------------------------------- i18n, static, security

@@ -4,6 +4,11 @@ from rest_framework import serializers
 from rest_framework.pagination import CursorPagination
 
 
+# The largest id a BIGINT column holds. Every id (or version) in a body is capped with it: a larger one
+# is a 400 here, where SQLite would raise OverflowError (a 500) in an `IN (...)` lookup.
+MAX_DB_INT = 2**63 - 1
+
+
 class StrictSerializer(serializers.Serializer):
     """Rejects fields it does not know, so a typo or an identity field in a body is a 400, not ignored."""
 

@@ -2,7 +2,7 @@ from django.conf import settings
 from rest_framework import serializers
 
 from conversations.models import Conversation, HistorySummary, Message, TaskState
-from tenancy.api import StrictCharField, StrictSerializer
+from tenancy.api import MAX_DB_INT, StrictCharField, StrictSerializer
 
 ROLES = ["user", "assistant", "tool", "system"]
 
@@ -83,7 +83,7 @@ class TaskStatePutInputSerializer(StrictSerializer):
     kind = serializers.ChoiceField(choices=[k for k, _ in TaskState.KINDS], required=False, default="other")
     state = StrictCharField(max_length=100)
     data = serializers.JSONField(required=False, default=dict)
-    expected_version = serializers.IntegerField(required=False, allow_null=True, min_value=0,
+    expected_version = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_DB_INT,
                                                 help_text="Optimistic concurrency: apply only over this version.")
 
     def validate_data(self, value):

@@ -8,6 +8,7 @@ from rest_framework.views import APIView
 from conversations import selectors, services
 from conversations.api import serializers as s
 from tenancy.api import SeqCursorPagination
+from tenancy.schema import CONFLICT
 
 
 def _conflict(exc: services.Conflict) -> Response:
@@ -15,6 +16,8 @@ def _conflict(exc: services.Conflict) -> Response:
 
 
 class ConversationListCreateApi(APIView):
+    pagination_class = SeqCursorPagination  # read by drf-spectacular: GET documents the {next, previous, results} page
+
     @extend_schema(
         parameters=[OpenApiParameter("external_id", str, required=False), OpenApiParameter("cursor", str, required=False),
                     OpenApiParameter("limit", int, required=False)],
@@ -25,12 +28,13 @@ class ConversationListCreateApi(APIView):
         external_id = request.query_params.get("external_id")
         if external_id:
             qs = qs.filter(external_id=external_id)
-        paginator = SeqCursorPagination()
+        paginator = self.pagination_class()
         page = paginator.paginate_queryset(qs.order_by("id"), request, view=self)
         return paginator.get_paginated_response(s.ConversationOutputSerializer(page, many=True).data)
 
     @extend_schema(request=s.ConversationCreateInputSerializer, responses={201: s.ConversationOutputSerializer,
-                                                                           200: s.ConversationOutputSerializer})
+                                                                           200: s.ConversationOutputSerializer,
+                                                                           409: CONFLICT})
     def post(self, request):
         data = s.ConversationCreateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -76,12 +80,14 @@ class ConversationRevokeApi(ConversationAccessApi):
 
 
 class MessageListCreateApi(APIView):
+    pagination_class = SeqCursorPagination  # read by drf-spectacular: GET documents the {next, previous, results} page
+
     @extend_schema(parameters=[OpenApiParameter("cursor", str, required=False), OpenApiParameter("limit", int, required=False)],
                    responses=s.MessageOutputSerializer(many=True))
     def get(self, request, conversation_id: int):
         conversation = selectors.conversation_get(org=request.user.org, user_id=request.user.user_id,
                                                   conversation_id=conversation_id)
-        paginator = SeqCursorPagination()
+        paginator = self.pagination_class()
         paginator.ordering = "seq"
         page = paginator.paginate_queryset(selectors.message_list(conversation=conversation), request, view=self)
         return paginator.get_paginated_response(s.MessageOutputSerializer(page, many=True).data)
@@ -137,7 +143,8 @@ class TaskStateDetailApi(APIView):
         return Response(s.TaskStateOutputSerializer(selectors.task_state_get(conversation=conversation, key=key)).data)
 
     @extend_schema(request=s.TaskStatePutInputSerializer, responses={200: s.TaskStateOutputSerializer,
-                                                                     201: s.TaskStateOutputSerializer})
+                                                                     201: s.TaskStateOutputSerializer,
+                                                                     409: CONFLICT})
     def put(self, request, conversation_id: int, key: str):
         conversation = selectors.conversation_get(org=request.user.org, user_id=request.user.user_id,
                                                   conversation_id=conversation_id)

@@ -2,7 +2,7 @@ from django.conf import settings
 from rest_framework import serializers
 
 from entities.models import Entity
-from tenancy.api import StrictCharField, StrictSerializer
+from tenancy.api import MAX_DB_INT, StrictCharField, StrictSerializer
 
 TYPE_RE = r"^[a-z][a-z0-9_\-]{0,49}$"
 USER_RE = r"^[\w.@:+\-]{1,128}$"
@@ -47,7 +47,7 @@ class EntityAccessInputSerializer(StrictSerializer):
 
 class ResolveInputSerializer(StrictSerializer):
     text = StrictCharField(max_length=4000)
-    conversation_id = serializers.IntegerField(required=False, allow_null=True)
+    conversation_id = serializers.IntegerField(required=False, allow_null=True, max_value=MAX_DB_INT)
 
 
 class ResolvedEntitySerializer(serializers.Serializer):

@@ -26,6 +26,8 @@ def _visible_entity(request, type: str, external_id: str):
 
 
 class EntityListUpsertApi(APIView):
+    pagination_class = SeqCursorPagination  # read by drf-spectacular: GET documents the {next, previous, results} page
+
     @extend_schema(parameters=[OpenApiParameter("type", str, required=False), OpenApiParameter("search", str, required=False),
                                OpenApiParameter("include_inactive", bool, required=False),
                                OpenApiParameter("cursor", str, required=False), OpenApiParameter("limit", int, required=False)],
@@ -35,7 +37,7 @@ class EntityListUpsertApi(APIView):
                                    search=request.query_params.get("search"),
                                    include_inactive=request.query_params.get("include_inactive") in ("1", "true"))
         qs = qs.filter(get_access_policy().visible_q(user_id=request.user.user_id))
-        paginator = SeqCursorPagination()
+        paginator = self.pagination_class()
         page = paginator.paginate_queryset(qs.order_by("id"), request, view=self)
         return paginator.get_paginated_response(s.EntityOutputSerializer(page, many=True).data)
 

@@ -2,14 +2,14 @@ from django.conf import settings
 from rest_framework import serializers
 
 from memory.models import Memory, MemoryVersion
-from tenancy.api import StrictCharField, StrictSerializer
+from tenancy.api import MAX_DB_INT, StrictCharField, StrictSerializer
 
 KINDS = ["preference", "fact", "event", "context", "suggestion"]
 ASSERTIONS = ["user_stated", "confirmed_event", "model_suggestion"]
 
 
 class SourceInputSerializer(StrictSerializer):
-    message_id = serializers.IntegerField(required=False, min_value=1)
+    message_id = serializers.IntegerField(required=False, min_value=1, max_value=MAX_DB_INT)
     ref = serializers.CharField(max_length=200, required=False)
 
     def validate(self, attrs):
@@ -64,7 +64,7 @@ class MemoryInvalidateInputSerializer(StrictSerializer):
 
 
 class MemoryOutputSerializer(serializers.ModelSerializer):
-    key = serializers.CharField(source="slot_key")
+    key = serializers.CharField(source="slot_key", allow_null=True, read_only=True)  # null without a slot key
 
     class Meta:
         model = Memory
@@ -91,13 +91,24 @@ class MemoryVersionOutputSerializer(serializers.ModelSerializer):
                 for s in version.sources.all()]
 
 
+class MemoryChainOutputSerializer(serializers.Serializer):
+    supersedes = serializers.ListField(child=serializers.IntegerField())
+    superseded_by = serializers.IntegerField(allow_null=True)
+
+
+class MemoryHistoryOutputSerializer(serializers.Serializer):
+    memory = MemoryOutputSerializer()
+    chain = MemoryChainOutputSerializer()
+    versions = MemoryVersionOutputSerializer(many=True)
+
+
 class RecallInputSerializer(StrictSerializer):
     query = StrictCharField(max_length=4000)
     k = serializers.IntegerField(required=False, min_value=1, default=5)
     kinds = serializers.ListField(child=serializers.ChoiceField(choices=KINDS + ["episode"]), required=False)
     entities = serializers.ListField(child=serializers.CharField(max_length=260), required=False, default=list)
     at = serializers.DateTimeField(required=False, allow_null=True, help_text="Reference time ('as of').")
-    conversation_id = serializers.IntegerField(required=False, allow_null=True)
+    conversation_id = serializers.IntegerField(required=False, allow_null=True, max_value=MAX_DB_INT)
     include_episodes = serializers.BooleanField(required=False, default=True)
     explain = serializers.BooleanField(required=False, default=False)
 
@@ -210,8 +221,8 @@ class ForgetPreviewInputSerializer(StrictSerializer):
 
 
 class ForgetInputSerializer(StrictSerializer):
-    memory_ids = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False, default=list,
-                                       max_length=1000)
+    memory_ids = serializers.ListField(child=serializers.IntegerField(min_value=1, max_value=MAX_DB_INT), required=False,
+                                       default=list, max_length=1000)
     query = StrictCharField(max_length=4000, required=False, allow_blank=True, default="",
                             help_text="With memory_ids from its preview: forget what matches this query.")
     everything = serializers.BooleanField(required=False, default=False, help_text="Forget everything about me.")

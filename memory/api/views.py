@@ -13,6 +13,7 @@ from memory import selectors, services
 from memory.api import serializers as s
 from memory.services.memories import MemoryInput, SourceRef
 from tenancy.api import SeqCursorPagination
+from tenancy.schema import CONFLICT
 
 
 def _actor(request) -> str:
@@ -38,6 +39,8 @@ def recall_item_data(item, labels: dict[int, str], explain: bool) -> dict:
 
 
 class MemoryListCreateApi(APIView):
+    pagination_class = SeqCursorPagination  # read by drf-spectacular: GET documents the {next, previous, results} page
+
     @extend_schema(parameters=[
         OpenApiParameter("kind", str, many=True, required=False), OpenApiParameter("status", str, many=True, required=False),
         OpenApiParameter("entity", str, required=False), OpenApiParameter("created_after", str, required=False),
@@ -52,7 +55,7 @@ class MemoryListCreateApi(APIView):
         qs = selectors.memory_list(org=request.user.org, user_id=request.user.user_id, kinds=p.get("kind"),
                                    statuses=p.get("status"), entity_id=entity_id, created_after=p.get("created_after"),
                                    created_before=p.get("created_before"), include_episodes=p.get("include_episodes", False))
-        paginator = SeqCursorPagination()
+        paginator = self.pagination_class()
         page = paginator.paginate_queryset(qs.order_by("id"), request, view=self)
         return paginator.get_paginated_response(s.MemoryOutputSerializer(page, many=True).data)
 
@@ -90,7 +93,7 @@ class MemoryDetailApi(APIView):
         memory = selectors.memory_get(org=request.user.org, user_id=request.user.user_id, memory_id=memory_id)
         return Response(s.MemoryOutputSerializer(memory).data)
 
-    @extend_schema(request=s.MemoryUpdateInputSerializer, responses=s.MemoryOutputSerializer)
+    @extend_schema(request=s.MemoryUpdateInputSerializer, responses={200: s.MemoryOutputSerializer, 409: CONFLICT})
     def patch(self, request, memory_id: int):
         memory = selectors.memory_get(org=request.user.org, user_id=request.user.user_id, memory_id=memory_id)
         data = s.MemoryUpdateInputSerializer(data=request.data)
@@ -103,7 +106,7 @@ class MemoryDetailApi(APIView):
 
 
 class MemoryHistoryApi(APIView):
-    @extend_schema(responses=s.MemoryVersionOutputSerializer(many=True))
+    @extend_schema(responses=s.MemoryHistoryOutputSerializer)
     def get(self, request, memory_id: int):
         memory = selectors.memory_get(org=request.user.org, user_id=request.user.user_id, memory_id=memory_id)
         versions = selectors.memory_history(memory=memory)
@@ -113,7 +116,7 @@ class MemoryHistoryApi(APIView):
 
 
 class MemoryInvalidateApi(APIView):
-    @extend_schema(request=s.MemoryInvalidateInputSerializer, responses=s.MemoryOutputSerializer)
+    @extend_schema(request=s.MemoryInvalidateInputSerializer, responses={200: s.MemoryOutputSerializer, 409: CONFLICT})
     def post(self, request, memory_id: int):
         memory = selectors.memory_get(org=request.user.org, user_id=request.user.user_id, memory_id=memory_id)
         data = s.MemoryInvalidateInputSerializer(data=request.data)

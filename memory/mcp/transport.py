@@ -5,7 +5,6 @@ or a response gets 202 and no body. There are no sessions (no `Mcp-Session-Id`) 
 so GET and DELETE are 405. Identity is the connection's: the API key and `X-Memory-User` header the
 REST API takes, checked by the same `ApiKeyAuthentication`; nothing inside a message can change it.
 """
-import json
 import logging
 from urllib.parse import urlsplit
 
@@ -21,6 +20,7 @@ from rest_framework.request import Request
 
 from memory.mcp.server import SUPPORTED_VERSIONS, handle_request
 from tenancy.authentication import ApiKeyAuthentication, ApiPrincipal
+from tenancy.parsers import loads_checked
 from tenancy.throttling import ApiKeyRateThrottle
 
 logger = logging.getLogger(__name__)
@@ -87,7 +87,7 @@ def _answer(request: HttpRequest, principal: ApiPrincipal) -> HttpResponse:
     if not request.accepts("application/json"):
         return _rpc_error(406, types.INVALID_REQUEST, "This endpoint answers application/json only (no SSE).")
     try:
-        raw = json.loads(request.body)
+        raw = loads_checked(request.body)  # also refuses deep nesting and lone surrogates (tenancy/parsers.py)
     except RequestDataTooBig:
         return _rpc_error(413, types.INVALID_REQUEST, "Request body too large.")
     except ValueError as exc:

@@ -3,7 +3,7 @@ import os
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    from tests.security.helpers import FUZZ_FAILURES, FUZZ_KNOWN, FUZZ_STATUS
+    from tests.security.helpers import FUZZ_FAILURES, FUZZ_STATUS
 
     if not FUZZ_STATUS:
         return
@@ -14,7 +14,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             totals[status] = totals.get(status, 0) + n
     terminalreporter.write_sep("-", "schemathesis fuzz")
     terminalreporter.write_line(f"operations: {len(FUZZ_STATUS)}  cases: {cases}  failures: {len(FUZZ_FAILURES)}  "
-                                f"known-bug cases: {sum(FUZZ_KNOWN.values())}  "
                                 f"statuses: {dict(sorted(totals.items()))}")
     for failure in FUZZ_FAILURES[:20]:
         terminalreporter.write_line(f"  {failure}")
@@ -26,7 +25,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                   "examples_per_operation": int(os.environ.get("FUZZ_EXAMPLES", "10")),
                   "seed": int(os.environ.get("FUZZ_SEED", "20260601")),
                   "operations": len(FUZZ_STATUS), "cases": cases, "failures": FUZZ_FAILURES,
-                  "known_bug_cases": dict(FUZZ_KNOWN),
                   "statuses": {str(k): v for k, v in sorted(totals.items())},
                   "per_operation": {label: {str(k): v for k, v in sorted(c.items())}
                                     for label, c in sorted(FUZZ_STATUS.items())}}

@@ -9,7 +9,6 @@ from django.test import TestCase
 # JSON when FUZZ_REPORT is set): operation label -> Counter of status codes.
 FUZZ_STATUS: dict[str, Counter] = defaultdict(Counter)
 FUZZ_FAILURES: list[str] = []
-FUZZ_KNOWN: Counter = Counter()  # cases that hit a bug already pinned by an xfail test, per operation
 
 
 def auth_headers(client) -> dict[str, str]:

@@ -5,10 +5,10 @@ valid API key and X-Memory-User header, on a database seeded with one object of 
 generated path ids often hit real rows. Checks: no 5xx, the response matches its documented
 schema, status code and content type.
 
-The schema as served has known defects (xfailed below, see docs/security.md). The fuzz runs
-against the served schema *with those defects patched*, so everything else in those responses is
-still validated; the xfail tests check the served schema itself and start passing (and so fail
-the run, strict) once the service fixes it — then drop the matching patch.
+The fuzz runs against the schema as served (error responses included), plus request examples
+that hit the seeded rows. The served-schema tests below pin the defects the fuzz once found
+(docs/security.md #6-#13): error responses, list envelopes, nullable keys, the history envelope,
+deep nesting, lone surrogates and ids beyond 64 bits.
 
 Bounded for CI: FUZZ_EXAMPLES (default 10) examples per operation in the fuzzing phase, plus
 schemathesis' examples and coverage phases; derandomized, fixed seed, no example database.
@@ -36,8 +36,8 @@ from schemathesis.specs.openapi.checks import (
 from config.wsgi import application
 from tenancy.models import ApiKey, Org
 from tenancy.services import api_key_revoke, org_get_or_create
-from tests.conftest import SERVICE_PROFILE, make_client
-from tests.security.helpers import FUZZ_FAILURES, FUZZ_KNOWN, FUZZ_STATUS, auth_headers, on_commit_runs
+from tests.conftest import make_client
+from tests.security.helpers import FUZZ_FAILURES, FUZZ_STATUS, auth_headers, on_commit_runs
 
 FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "10"))
 FUZZ_SEED = int(os.environ.get("FUZZ_SEED", "20260601"))
@@ -64,32 +64,6 @@ LIST_OPERATIONS = [("/api/v1/conversations", "get"), ("/api/v1/conversations/{co
                    ("/api/v1/memories", "get"), ("/api/v1/entities", "get")]
 
 
-def _patch_known_schema_bugs(raw: dict) -> dict:
-    """What the schema should say; each patch matches one xfail test below (docs/security.md #10-#13)."""
-    raw = copy.deepcopy(raw)
-    schemas = raw["components"]["schemas"]
-    # test_fuzz_served_schema_documents_error_responses: no 4xx response is documented.
-    for path_item in raw["paths"].values():
-        for operation in path_item.values():
-            operation["responses"].setdefault("4XX", {
-                "description": "Client error", "content": {"application/json": {"schema": {"type": "object"}}}})
-    # test_fuzz_served_schema_list_envelope: cursor-paginated lists are documented as bare arrays.
-    for path, method in LIST_OPERATIONS:
-        content = raw["paths"][path][method]["responses"]["200"]["content"]["application/json"]
-        content["schema"] = {"type": "object", "required": ["next", "previous", "results"], "properties": {
-            "next": {"type": "string", "nullable": True}, "previous": {"type": "string", "nullable": True},
-            "results": content["schema"]}}
-    # test_fuzz_served_schema_memory_key_nullable: MemoryOutput.key is null when there is no slot key.
-    schemas["MemoryOutput"]["properties"]["key"]["nullable"] = True
-    # test_fuzz_served_schema_memory_history: history is {memory, chain, versions}, not an array.
-    history = raw["paths"]["/api/v1/memories/{memory_id}/history"]["get"]
-    content = history["responses"]["200"]["content"]["application/json"]
-    content["schema"] = {"type": "object", "required": ["memory", "chain", "versions"], "properties": {
-        "memory": {"$ref": "#/components/schemas/MemoryOutput"}, "chain": {"type": "object"},
-        "versions": content["schema"]}}
-    return raw
-
-
 # Request examples that hit the seeded rows (schemathesis' examples phase sends them first): random
 # text rarely recalls anything, and a response's items are only validated when there are some.
 REQUEST_EXAMPLES = {
@@ -109,8 +83,7 @@ def _add_request_examples(raw: dict) -> dict:
 
 
 served_schema = schemathesis.openapi.from_wsgi("/api/schema/", application, config=config)
-schema = schemathesis.openapi.from_dict(_add_request_examples(_patch_known_schema_bugs(served_schema.raw_schema)),
-                                        config=config)
+schema = schemathesis.openapi.from_dict(_add_request_examples(copy.deepcopy(served_schema.raw_schema)), config=config)
 schema.app = application  # call the WSGI app in-process, as from_wsgi does
 schema.location = "/api/schema/"
 
@@ -238,16 +211,6 @@ def _routed(response) -> bool:
     return True
 
 
-def _known_bug(case) -> str | None:
-    """Inputs that hit a bug already pinned by an xfail test below: not reported twice. Remove the entry
-    when that xfail test starts passing (strict xfail makes the run fail then)."""
-    if (case.operation.label == "POST /api/v1/forget" and not SERVICE_PROFILE and isinstance(case.body, dict)
-            and isinstance(case.body.get("memory_ids"), list)
-            and any(isinstance(i, int) and i >= 2 ** 63 for i in case.body["memory_ids"])):
-        return "test_fuzz_forget_with_an_id_beyond_64_bits_is_a_400"
-    return None
-
-
 @schema.parametrize()
 @hsettings(max_examples=FUZZ_EXAMPLES, deadline=None, derandomize=True, database=None, print_blob=False,
            suppress_health_check=list(HealthCheck))
@@ -257,9 +220,6 @@ def test_fuzz_api(case, seeded):
     with on_commit_runs():  # extraction and projections run, so their errors surface here too
         response = case.call(headers=seeded["headers"])
     FUZZ_STATUS[case.operation.label][response.status_code] += 1
-    if _known_bug(case):
-        FUZZ_KNOWN[case.operation.label] += 1
-        return
     checks = CHECKS
     if not _routed(response):
         # A path segment the URL patterns refuse (a negative or non-numeric id) never reaches the API:
@@ -320,8 +280,6 @@ def _call_served(case, seeded):
 
 
 @pytest.mark.django_db
-@pytest.mark.xfail(strict=True, reason="BUG: drf-spectacular documents no 4xx response for any operation "
-                                       "(400 validation, 401 key, 404 not found, 409, 429 are all undocumented)")
 def test_fuzz_served_schema_documents_error_responses(seeded):
     missing = []
     for operation in (op.ok() for op in served_schema.get_all_operations()):
@@ -334,8 +292,6 @@ def test_fuzz_served_schema_documents_error_responses(seeded):
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("path,method", LIST_OPERATIONS, ids=[f"{m.upper()} {p}" for p, m in LIST_OPERATIONS])
-@pytest.mark.xfail(strict=True, reason="BUG: cursor-paginated list views document a bare array; the response is "
-                                       "{next, previous, results}")
 def test_fuzz_served_schema_list_envelope(path, method, seeded):
     case = _served_case(path, method, seeded, path_parameters={"conversation_id": seeded["conversation_id"]}
                         if "{" in path else {})
@@ -345,8 +301,6 @@ def test_fuzz_served_schema_list_envelope(path, method, seeded):
 
 
 @pytest.mark.django_db
-@pytest.mark.xfail(strict=True, reason="BUG: MemoryOutput.key is documented as a non-null string, but is null for "
-                                       "memories without a slot key")
 def test_fuzz_served_schema_memory_key_nullable(seeded):
     case = _served_case("/api/v1/memories/{memory_id}", "get", seeded,
                         path_parameters={"memory_id": seeded["memory_ids"][1]})
@@ -356,8 +310,6 @@ def test_fuzz_served_schema_memory_key_nullable(seeded):
 
 
 @pytest.mark.django_db
-@pytest.mark.xfail(strict=True, reason="BUG: memory history is documented as an array of versions; the response is "
-                                       "{memory, chain, versions}")
 def test_fuzz_served_schema_memory_history(seeded):
     case = _served_case("/api/v1/memories/{memory_id}/history", "get", seeded,
                         path_parameters={"memory_id": seeded["memory_ids"][0]})
@@ -377,40 +329,46 @@ def _send_raw(method: str, path: str, raw: str, seeded):
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("path", ["/api/v1/recall", "/api/v1/memories", "/mcp"])
-@pytest.mark.xfail(strict=True, reason="BUG: a deeply nested JSON body raises RecursionError in the JSON parser, "
-                                       "which nobody turns into a 400: 500 (DRF JSONParser; memory/mcp/transport.py "
-                                       "json.loads catches ValueError only)")
 def test_fuzz_deeply_nested_json_is_a_400(path, seeded):
     response = _send_raw("POST", path, "[" * 50_000 + "]" * 50_000, seeded)
     assert response.status_code == 400, response.status_code
+    assert "nested deeper than" in response.content.decode(), response.content[:200]
 
 
-SURROGATES = [  # a lone UTF-16 surrogate inside a free-form JSON value
-    ("PUT", "/api/v1/conversations/{cid}/tasks/surrogate", '{"state": "ok", "data": {"note": "\\ud800"}}'),
+@pytest.mark.django_db
+def test_fuzz_json_nested_beyond_the_bound_names_the_field(seeded):
+    """Below the parser's recursion limit but beyond MAX_JSON_DEPTH (MySQL's JSON columns stop at 100)."""
+    data = {"note": 1}
+    for _ in range(80):
+        data = {"n": data}
+    raw = json.dumps({"state": "ok", "data": data})
+    response = _send_raw("PUT", f"/api/v1/conversations/{seeded['conversation_id']}/tasks/deep", raw, seeded)
+    assert response.status_code == 400 and "data" in response.json(), response.content[:200]
+
+
+SURROGATES = [  # a lone UTF-16 surrogate inside a free-form JSON value, and the field the 400 must name
+    ("PUT", "/api/v1/conversations/{cid}/tasks/surrogate", '{"state": "ok", "data": {"note": "\\ud800"}}', "data"),
     ("POST", "/api/v1/entities",
-     '{"type": "asset", "external_id": "S-1", "name": "n", "attributes": {"k": "\\ud800"}}'),
+     '{"type": "asset", "external_id": "S-1", "name": "n", "attributes": {"k": "\\ud800"}}', "attributes"),
     ("POST", "/api/v1/conversations/{cid}/messages",
-     '{"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "f", "arguments": {"a": "\\ud800"}}]}'),
-    ("POST", "/api/v1/conversations/{cid}/context", '{"message": "hi", "tools": [{"name": "\\ud800"}]}'),
+     '{"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "f", "arguments": {"a": "\\ud800"}}]}',
+     "tool_calls"),
+    ("POST", "/api/v1/conversations/{cid}/context", '{"message": "hi", "tools": [{"name": "\\ud800"}]}', "tools"),
+    ("POST", "/mcp", '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", '
+                     '"params": {"name": "recall_memory", "arguments": {"query": "\\ud800"}}}', "params.arguments.query"),
 ]
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("method,path,raw", SURROGATES, ids=["task data", "entity attributes", "tool_call arguments",
-                                                             "context tools"])
-@pytest.mark.xfail(strict=True, reason="BUG: lone surrogates in JSON-valued fields (JSONField/DictField) pass "
-                                       "validation and fail when encoded: 500 UnicodeEncodeError on SQLite, 503 "
-                                       "'database rejected' (or a false 409) on MySQL; CharFields already refuse them")
-def test_fuzz_lone_surrogate_in_json_values_is_a_400(method, path, raw, seeded):
+@pytest.mark.parametrize("method,path,raw,field", SURROGATES, ids=["task data", "entity attributes",
+                                                                   "tool_call arguments", "context tools", "mcp"])
+def test_fuzz_lone_surrogate_in_json_values_is_a_400(method, path, raw, field, seeded):
     response = _send_raw(method, path.format(cid=seeded["conversation_id"]), raw, seeded)
     assert response.status_code == 400, (response.status_code, response.content[:200])
+    assert field in response.content.decode(), response.content[:200]
 
 
 @pytest.mark.django_db
-@pytest.mark.xfail(not SERVICE_PROFILE, strict=True,
-                   reason="BUG (embedded profile): ForgetInputSerializer.memory_ids has no upper bound; an id >= 2**63 "
-                          "reaches SQLite in an IN (...) lookup: OverflowError, 500 (MySQL answers 400). Found by the "
-                          "300-example fuzz run")
 def test_fuzz_forget_with_an_id_beyond_64_bits_is_a_400(seeded):
     response = _send_raw("POST", "/api/v1/forget", json.dumps({"memory_ids": [2 ** 63]}), seeded)
     assert response.status_code == 400, response.status_code
