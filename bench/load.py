@@ -60,6 +60,8 @@ def parse_args(argv=None):
     p = common.arg_parser(NAME, __doc__.split("\n\n")[0])
     p.add_argument("--seconds", type=float, default=120.0, help="measured load duration (default 120)")
     p.add_argument("--concurrency", type=int, default=8, help="client threads (default 8)")
+    p.add_argument("--rate", type=float, default=0.0,
+                   help="target requests/s over all threads (default 0: as fast as the threads go, closed loop)")
     p.add_argument("--mix", default=DEFAULT_MIX, help=f"endpoint weights (default {DEFAULT_MIX})")
     p.add_argument("--orgs", type=int, default=2, help="orgs, one API key each (default 2)")
     p.add_argument("--users", type=int, default=12, help="users per org, one conversation each (default 12)")
@@ -343,8 +345,12 @@ def _client(base_url: str, key: str | None = None):
 
 
 def drive(base_url: str, targets: list[Target], mix: dict[str, float], *, seconds: float, concurrency: int,
-          seed: int) -> tuple[list[Sample], float]:
-    """Run the mixed workload for ``seconds`` from ``concurrency`` threads. Returns (samples, elapsed)."""
+          seed: int, rate: float = 0.0) -> tuple[list[Sample], float]:
+    """Run the mixed workload for ``seconds`` from ``concurrency`` threads. Returns (samples, elapsed).
+
+    With ``rate``, each thread starts a request every ``concurrency / rate`` seconds (a thread that
+    falls behind does not burst to catch up); without, each starts the next as soon as one returns.
+    """
     import httpx
 
     names, weights = list(mix), list(mix.values())
@@ -358,8 +364,17 @@ def drive(base_url: str, targets: list[Target], mix: dict[str, float], *, second
         local: list[Sample] = []
         clients: dict[str, httpx.Client] = {}
         start_gate.wait()
+        interval = concurrency / rate if rate else 0.0
+        next_start = time.perf_counter() + work.rng.uniform(0, interval)
         try:
             while time.perf_counter() < deadline[0]:
+                if interval:
+                    pause = next_start - time.perf_counter()
+                    if pause > 0:
+                        time.sleep(pause)
+                    next_start = max(next_start + interval, time.perf_counter())
+                    if time.perf_counter() >= deadline[0]:
+                        break
                 target = work.rng.choice(targets)
                 endpoint = work.rng.choices(names, weights)[0]
                 path, body = work.request(endpoint, target)
@@ -559,7 +574,7 @@ def main(argv=None) -> int:
         sampler.start()
         log(f"load: {args.seconds:.0f} s, {args.concurrency} threads, mix {mix}")
         samples, elapsed = drive(base_url, targets, mix, seconds=args.seconds, concurrency=args.concurrency,
-                                 seed=args.seed)
+                                 seed=args.seed, rate=args.rate)
         lag_end = probe.lag()
         rss_end, cpu_end, load_end = node.rss(), node.cpu(), os.getloadavg()
         log(f"load done: {len(samples)} requests in {elapsed:.1f} s; lag {lag_end}")
@@ -586,7 +601,7 @@ def main(argv=None) -> int:
         result = {
             "setup": {"orgs": args.orgs, "users": len(targets), "seed_memories_per_user": args.seed_memories,
                       "web_threads": args.web_threads, "worker_concurrency": args.worker_concurrency,
-                      "mix": mix, "concurrency": args.concurrency, **timings},
+                      "mix": mix, "concurrency": args.concurrency, "rate": args.rate or None, **timings},
             "load": {"seconds": round(elapsed, 1), "requests": len(samples),
                      "per_second": round(len(samples) / elapsed, 2),
                      "load_avg_start": [round(x, 2) for x in load_start], "load_avg_end": [round(x, 2) for x in load_end]},
@@ -598,6 +613,9 @@ def main(argv=None) -> int:
                 "load": {k: round(cpu_end[k] - cpu_start[k], 1) for k in cpu_start},
                 "drain": {k: round(cpu_after[k] - cpu_end[k], 1) for k in cpu_start}},
             "lag_at_end_of_load": lag_end,
+            "lag_peak_during_load": {key: max((p.get(key, 0) for p in series if p["t"] <= elapsed), default=0)
+                                     for key in ("lagging_memories", "oldest_lagging_s", "unextracted_messages",
+                                                 "oldest_unextracted_s", "queue_celery", "queue_vectors")},
             "drain": {"drained": drained, "seconds": drain_s, "after": lag_after},
             "final": {**counts, "vector_points": points, "points_match_active": points == counts["active_memories"],
                       "processes_alive": alive},
@@ -648,7 +666,9 @@ def report(facts: dict, r: dict) -> None:
     s = r["setup"]
     print(f"deployment: gunicorn 1 worker × {s['web_threads']} threads (+ vectors consumer thread), celery worker "
           f"-Q celery --concurrency {s['worker_concurrency']}; {s['orgs']} orgs, {s['users']} users; "
-          f"{s['concurrency']} client threads; mix {s['mix']}\n")
+          f"{s['concurrency']} client threads"
+          f"{', paced at ' + str(s['rate']) + ' req/s' if s.get('rate') else ' (closed loop, no think time)'}; "
+          f"mix {s['mix']}\n")
     load = r["load"]
     print(f"Load: {load['requests']:,} requests in {load['seconds']} s = {load['per_second']} req/s\n")
     rows = []
@@ -667,8 +687,11 @@ def report(facts: dict, r: dict) -> None:
          r["cpu_seconds"]["drain"][name]) for name in ("web", "worker")]))
     lag, drain = r["lag_at_end_of_load"], r["drain"]
     print()
+    peak = r["lag_peak_during_load"]
     print(common.table(["when", "lagging memories", "oldest lag s", "unextracted msgs", "queue celery",
                         "queue vectors", "unacked"], [
+        ("peak while loaded (sampled)", peak["lagging_memories"], peak["oldest_lagging_s"],
+         peak["unextracted_messages"], peak["queue_celery"], peak["queue_vectors"], None),
         ("end of load", lag["lagging_memories"], lag["oldest_lagging_s"], lag["unextracted_messages"],
          lag["queue_celery"], lag["queue_vectors"], lag["unacked"]),
         (f"after drain ({drain['seconds']} s)", drain["after"]["lagging_memories"], drain["after"]["oldest_lagging_s"],
