@@ -112,6 +112,24 @@ def test_with_a_qdrant_server_no_worker_is_refused(refusal, settings):
     assert may_open_vector_index()
 
 
+@pytest.mark.django_db
+@pytest.mark.parametrize("command, args", [("reconcile_projections", []), ("rebuild_projections", ["--no-optimize"])])
+def test_maintenance_commands_can_hand_the_run_to_the_shard_owner(command, args, settings, tmp_path):
+    """--enqueue sends the run to the vector queue (here eager: it runs in this process, the owner)."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    settings.VECTOR_INDEX_PATH, settings.QDRANT_URL = str(tmp_path / "qdrant"), ""
+    reset_vector_index()
+    out = StringIO()
+    try:
+        call_command(command, *args, "--enqueue", stdout=out)
+    finally:
+        reset_vector_index()
+    assert out.getvalue().startswith("queued ")
+
+
 # ------------------------------------------------------------------------------------ the real thing
 
 def database_url() -> str:
