@@ -158,6 +158,20 @@ class MemoryWriteLock(models.Model):
         constraints = [models.UniqueConstraint(fields=["org", "user_id"], name="memory_write_lock_unique")]
 
 
+class MemoryCacheEpoch(models.Model):
+    """One row per (org, user) whose Redis hash of standing memories could not be updated: the hash
+    key carries the epoch, and a failed hash write bumps it here, in the system of record, because
+    an unreachable Redis cannot be told. The hash that missed the write is then never read again by
+    any process, and the next read refills a new one from MySQL (memory/cache.py). No row = epoch 0."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
+    user_id = models.CharField(max_length=128)
+    epoch = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["org", "user_id"], name="memory_cache_epoch_unique")]
+
+
 class MemoryEmbedding(models.Model):
     """The memory's vector under one embedding model, kept in the system of record so that dedup in a
     worker never needs the vector index, and projections can be rebuilt without re-encoding."""

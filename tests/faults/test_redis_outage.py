@@ -171,11 +171,6 @@ def test_redis_killed_during_mixed_load_and_restarted(org, redis_server, cache_o
 PARTITION_AT, HEAL_AT, PARTITION_STEPS = 2, 9, 13
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: a Redis partition (Redis unreachable, not restarted) leaves the standing-memory hash wrong for up to "
-    "CACHE_TTL_SECONDS: memory/cache.py MemoryCache.set/delete swallow the error, memory/projections.py memory_sync "
-    "still records projected_version, so reconcile never repairs it; after the heal the hash misses preferences "
-    "written meanwhile (they no longer join every context) and keeps invalidated ones"))
 def test_redis_partition_heals_without_stale_cache(org, redis_server, tcp_proxy, cache_on, own_index, tally):
     """Same load, but Redis stays up behind a proxy that is cut and restored: on heal the cache holds
     what it had before the partition. After the heal and one reconcile run, the hash must again match

@@ -600,8 +600,8 @@ def check_caches() -> None:
 
 
 def _cache_hash_owners() -> set[tuple[int, str]]:
-    """(org id, user id) of every mem:active:{org}:{user} key present in the configured cache."""
-    pattern = re.compile(r"mem:active:(\d+):(.+)$")
+    """(org id, user id) of every mem:active:{org}:{user}[#epoch] key present in the configured cache."""
+    pattern = re.compile(r"mem:active:(\d+):([^#]+)(?:#\d+)?$")
     keys: list[str] = []
     if settings.CACHES["default"]["BACKEND"].endswith("RedisCache"):
         from django_redis import get_redis_connection
