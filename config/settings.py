@@ -182,6 +182,10 @@ ENTITY_POLICY_API_KEY = env.str("ENTITY_POLICY_API_KEY", default="")
 
 RESOLVE_RECENT_MESSAGES = env.int("RESOLVE_RECENT_MESSAGES", default=10)
 RESOLVE_PAST_MENTIONS = env.int("RESOLVE_PAST_MENTIONS", default=200)
+# An ambiguous resolution lists at most this many candidates (in the rule's order) and says
+# `candidates_truncated` when there are more; access is checked only as far as needed to fill it.
+# At least 2: one candidate is not an ambiguity.
+RESOLVE_MAX_CANDIDATES = max(2, env.int("RESOLVE_MAX_CANDIDATES", default=20))
 
 # --------------------------------------------------------------------------- recall ranking
 # Fused relevance = semantic * w + keyword * w, with weights chosen by the query's script (Chinese vs

@@ -6,17 +6,23 @@ Rules, in order; the first that yields a visible candidate decides:
   (c) coreference ("它", "这台", "it") -> the latest entity of the current conversation's window
   (d) long-term cue ("上次", "那台", "last time") -> the latest entity from past conversations
   (e) a type or category word alone ("那台收割机", "the tractor") -> every entity of that kind
-One candidate -> "resolved"; several -> "ambiguous" with all of them; none -> "none".
+One candidate -> "resolved"; several -> "ambiguous" with them; none -> "none". With
+`max_candidates`, an ambiguous answer lists the first `max_candidates` (in the rule's order) and
+says `truncated`; the status is the same as without the cap.
 
 Access: every candidate passes `allowed` before any decision, so an entity the user may not
-read behaves exactly as an unregistered one and never appears in the evidence.
+read behaves exactly as an unregistered one and never appears in the evidence. Access is asked
+only as far as the answer needs: mentions newest turn first, and a type word's entities (there
+can be thousands) in id order until the cap is filled.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+import heapq
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import islice
 
 from entities.matcher import EntityMatcher, EntityRef, Match, name_contains_any, normalize_key
 from entities.typewords import Cue, category_words, scan
@@ -35,8 +41,12 @@ class MentionEvidence:
 class Resolution:
     status: str  # "resolved" | "ambiguous" | "none"
     entity_id: int | None = None  # when resolved
-    candidates: list[int] = field(default_factory=list)  # when ambiguous: all of them
+    candidates: list[int] = field(default_factory=list)  # when ambiguous: all of them, or the first max_candidates
     evidence: list[dict] = field(default_factory=list)  # ordered steps used
+    truncated: bool = False  # ambiguous, and more visible candidates exist than `candidates` holds
+
+
+Mentions = Sequence[MentionEvidence] | Callable[[], Sequence[MentionEvidence]]
 
 
 def resolve(
@@ -44,17 +54,22 @@ def resolve(
     *,
     matcher: EntityMatcher,
     entities: Mapping[int, EntityRef],
-    recent: Sequence[MentionEvidence] = (),
-    past: Sequence[MentionEvidence] = (),
+    recent: Mentions = (),
+    past: Mentions = (),
     allowed: Callable[[int], bool] = lambda _id: True,
     allowed_many: Callable[[Collection[int]], Collection[int]] | None = None,
+    max_candidates: int | None = None,
 ) -> Resolution:
     """Resolve the entity `text` refers to.
 
     `recent`: mentions in the current conversation's recent window; `past`: mentions across the
-    user's conversations (both any order; the latest `at` wins). `allowed_many`, when given, is
-    used instead of `allowed` to check a batch of ids in one call (e.g. one HTTP request).
+    user's conversations (both any order; the latest `at` wins). Either may be a callable
+    returning them, called only when the text has the matching cue and no earlier rule decided.
+    `allowed_many`, when given, is used instead of `allowed` to check a batch of ids in one call
+    (e.g. one HTTP request). `max_candidates` (>= 2, None = no cap) caps an ambiguous answer.
     """
+    if max_candidates is not None and max_candidates < 2:
+        raise ValueError("max_candidates must be at least 2: one candidate is not an ambiguity")
     gate = _Gate(entities, allowed, allowed_many)
     matches = matcher.find(text, keep=gate.visible)
     cues = scan(text)
@@ -78,7 +93,7 @@ def resolve(
     for rule, hows in (("explicit_id", {"id"}), ("name_alias", {"name", "alias"})):
         steps, ids = _explicit(matches, hows, lambda eid: constraint.type_ok(entities[eid]))
         if ids:
-            return _decide(ids, evidence + [{"rule": rule, **step} for step in steps])
+            return _decide(ids, evidence + [{"rule": rule, **step} for step in steps], max_candidates)
 
     # (c), (d): the latest mention of a matching entity; several in that same turn -> ambiguous.
     windows = (("coreference", "coref", recent), ("long_term", "long_term", past))
@@ -87,37 +102,51 @@ def resolve(
         if cue is None:
             continue
         ids, latest = _latest_turn(
-            mentions, gate, lambda eid: eid in entities and constraint.accepts(entities[eid])
+            mentions() if callable(mentions) else mentions,
+            gate,
+            lambda eid: eid in entities and constraint.accepts(entities[eid]),
+            batch=max_candidates + 1 if max_candidates else None,
         )
         if ids and latest is not None:
             step = {"rule": rule, "cue": cue.word, "entity_ids": ids, "at": latest.at.isoformat()}
             if latest.conversation_id is not None:
                 step["conversation_id"] = latest.conversation_id
-            return _decide(ids, evidence + [step])
+            return _decide(ids, evidence + [step], max_candidates)
 
     # (e): type / category word standing alone. Words attached to a number or code ("3号拖拉机",
     # "工单0012") name a specific entity that is not visible: answering with another entity of
     # the same kind would be a silent wrong guess.
     standalone = _Constraint.from_cues([c for c in type_cues if not c.qualified])
     if standalone.types:
-        ids = gate.visible_list(
-            # enumerate() already applied the name filter; the type check keeps `entities` the
+        # Lazily, in id order: "那台收割机" can name thousands; only the first max_candidates + 1
+        # visible ones (the extra one tells "truncated") are ever checked or materialised.
+        ids = gate.visible_prefix(
+            # iter_ids() already applied the name filter; the type check keeps `entities` the
             # authority should the matcher be older than the mapping.
-            eid
-            for eid in standalone.enumerate(matcher)
-            if eid in entities and standalone.type_ok(entities[eid])
+            (
+                eid
+                for eid in standalone.iter_ids(matcher)
+                if eid in entities and standalone.type_ok(entities[eid])
+            ),
+            None if max_candidates is None else max_candidates + 1,
         )
         step = {"rule": "type_only", "types": sorted(standalone.types), "entity_ids": ids}
-        return _decide(ids, evidence + [step])
+        resolution = _decide(ids, evidence + [step], max_candidates)
+        if resolution.truncated:
+            step["entity_ids"] = resolution.candidates
+            step["truncated"] = True
+        return resolution
 
     return Resolution(status="none", evidence=evidence)
 
 
-def _decide(ids: list[int], evidence: list[dict]) -> Resolution:
+def _decide(ids: list[int], evidence: list[dict], limit: int | None = None) -> Resolution:
     if len(ids) == 1:
         return Resolution(status="resolved", entity_id=ids[0], evidence=evidence)
     if ids:
-        return Resolution(status="ambiguous", candidates=list(ids), evidence=evidence)
+        truncated = limit is not None and len(ids) > limit
+        candidates = list(ids[:limit]) if truncated else list(ids)
+        return Resolution(status="ambiguous", candidates=candidates, evidence=evidence, truncated=truncated)
     return Resolution(status="none", evidence=evidence)
 
 
@@ -155,6 +184,24 @@ class _Gate:
         ok = self.visible(ordered)
         return [i for i in ordered if i in ok]
 
+    def visible_prefix(self, ids: Iterable[int], limit: int | None) -> list[int]:
+        """The first `limit` visible ids of `ids` (order kept, duplicates dropped), consuming
+        `ids` only as far as needed: access is asked in batches a little larger than what is
+        still missing, so hidden entities rarely cost a second call."""
+        if limit is None:
+            return self.visible_list(ids)
+        found: list[int] = []
+        seen: set[int] = set()
+        pending = (i for i in ids if not (i in seen or seen.add(i)))
+        while len(found) < limit:
+            missing = limit - len(found)
+            batch = list(islice(pending, missing + missing // 4 + 1))
+            if not batch:
+                break
+            ok = self.visible(batch)
+            found.extend(i for i in batch if i in ok)
+        return found[:limit]
+
 
 @dataclass(frozen=True)
 class _Constraint:
@@ -184,12 +231,16 @@ class _Constraint:
         words = self.names.get(ref.type)
         return words is None or name_contains_any(ref, words)
 
-    def enumerate(self, matcher: EntityMatcher) -> list[int]:
-        ids: set[int] = set()
-        for t in self.types:
+    def iter_ids(self, matcher: EntityMatcher) -> Iterator[int]:
+        """Entities of the types (and categories), ascending id, without building the list:
+        each per-type tuple is ascending already, so they merge lazily."""
+        per_type = []
+        for t in sorted(self.types):
             words = self.names.get(t)
-            ids.update(matcher.ids_named_like(t, words) if words else matcher.ids_of_type(t))
-        return sorted(ids)
+            per_type.append(matcher.ids_named_like(t, words) if words else matcher.ids_of_type(t))
+        if len(per_type) == 1:
+            return iter(per_type[0])
+        return _unique_sorted(heapq.merge(*per_type))
 
 
 def _covered(cue: Cue, matches: Sequence[Match]) -> bool:
@@ -210,16 +261,43 @@ def _explicit(
     return [{"surface": surface, "entity_ids": eids} for (_, surface), eids in steps.items()], ids
 
 
+def _unique_sorted(ids: Iterable[int]) -> Iterator[int]:
+    last = None
+    for i in ids:
+        if i != last:
+            yield i
+            last = i
+
+
 def _latest_turn(
-    mentions: Sequence[MentionEvidence], gate: _Gate, ok: Callable[[int], bool]
+    mentions: Sequence[MentionEvidence],
+    gate: _Gate,
+    ok: Callable[[int], bool],
+    batch: int | None = None,
 ) -> tuple[list[int], MentionEvidence | None]:
-    """Entities of the most recent turn (same `at`) among visible, matching mentions."""
+    """Entities of the most recent turn (same `at`) among visible, matching mentions.
+
+    Access is asked newest turn first, for about `batch` entities at a time (None: all at once),
+    so an answer from the latest turn checks only the latest turns.
+    """
     # Type/category first: cheaper than the access check, which may be a remote call.
-    eligible = [m for m in mentions if ok(m.entity_id)]
-    visible = gate.visible({m.entity_id for m in eligible})
-    eligible = [m for m in eligible if m.entity_id in visible]
-    if not eligible:
-        return [], None
-    latest = max(eligible, key=lambda m: m.at)  # first of equals: stable for "newest last" input
-    ids = list(dict.fromkeys(m.entity_id for m in eligible if m.at == latest.at))
-    return ids, latest
+    turns: dict[datetime, list[MentionEvidence]] = {}
+    for m in mentions:
+        if ok(m.entity_id):
+            turns.setdefault(m.at, []).append(m)  # input order kept within a turn
+    newest_first = sorted(turns, reverse=True)
+    i = 0
+    while i < len(newest_first):
+        ids: set[int] = set()
+        j = i
+        while j < len(newest_first) and (j == i or batch is None or len(ids) < batch):
+            ids.update(m.entity_id for m in turns[newest_first[j]])
+            j += 1
+        visible = gate.visible(ids)
+        for at in newest_first[i:j]:
+            turn = [m for m in turns[at] if m.entity_id in visible]
+            if turn:
+                # the turn's first mention: stable for "newest last" input
+                return list(dict.fromkeys(m.entity_id for m in turn)), turn[0]
+        i = j
+    return [], None

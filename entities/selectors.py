@@ -58,9 +58,25 @@ def entity_refs(*, org_id: int) -> dict:
     }
 
 
+def _entity_snapshot(org_id: int) -> tuple[dict, frozenset[int]]:
+    """The org's active entities as EntityRefs, and which of them are restricted: one query."""
+    from entities.matcher import EntityRef
+
+    refs, restricted = {}, set()
+    rows = Entity.objects.filter(org_id=org_id, active=True).values_list(
+        "id", "type", "external_id", "name", "aliases", "restricted")
+    for id_, type_, external_id, name, aliases, is_restricted in rows:
+        refs[id_] = EntityRef(id=id_, type=type_, external_id=external_id, name=name, aliases=tuple(aliases or ()))
+        if is_restricted:
+            restricted.add(id_)
+    return refs, frozenset(restricted)
+
+
 def entity_matcher_for_org(*, org_id: int):
     """The org's Aho-Corasick matcher (None when it has no entities), rebuilt only when the registry
-    generation moved. `matcher.refs` holds the EntityRefs it was built from, for the resolver."""
+    generation moved. `matcher.refs` holds the EntityRefs it was built from, for the resolver, and
+    `matcher.restricted` which of them are restricted (a grants change in `entity_upsert` bumps the
+    generation too), for the access policy."""
     from entities.matcher import EntityMatcher
 
     version = registry_generation(org_id)
@@ -71,10 +87,11 @@ def entity_matcher_for_org(*, org_id: int):
         cached = _matchers.get(org_id)
         if cached and cached[0] == version:
             return cached[1]
-        refs = entity_refs(org_id=org_id)
+        refs, restricted = _entity_snapshot(org_id)
         matcher = EntityMatcher(refs.values()) if refs else None
         if matcher is not None:
             matcher.refs = refs
+            matcher.restricted = restricted
         _matchers[org_id] = (version, matcher)
         while len(_matchers) > MAX_MATCHERS:
             _matchers.pop(next(iter(_matchers)))

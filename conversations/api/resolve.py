@@ -14,7 +14,8 @@ def _entity_data(ref) -> dict:
 
 
 class EntityResolveApi(APIView):
-    """resolved (one entity), ambiguous (every candidate, never silently the first) or none."""
+    """resolved (one entity), ambiguous (the candidates, never silently the first; at most
+    RESOLVE_MAX_CANDIDATES, `candidates_truncated` when more exist) or none."""
 
     @extend_schema(request=s.ResolveInputSerializer, responses=s.ResolveOutputSerializer)
     def post(self, request):
@@ -33,5 +34,6 @@ class EntityResolveApi(APIView):
             "status": resolution.status,
             "entity": _entity_data(refs[resolution.entity_id]) if resolution.entity_id else None,
             "candidates": [_entity_data(refs[c]) for c in resolution.candidates if c in refs],
+            "candidates_truncated": resolution.truncated,
             "evidence": resolution.evidence,
         })

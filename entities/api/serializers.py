@@ -60,4 +60,6 @@ class ResolveOutputSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=["resolved", "ambiguous", "none"])
     entity = ResolvedEntitySerializer(allow_null=True)
     candidates = ResolvedEntitySerializer(many=True)
+    # More visible candidates exist than `candidates` lists (capped by RESOLVE_MAX_CANDIDATES).
+    candidates_truncated = serializers.BooleanField()
     evidence = serializers.ListField(child=serializers.DictField())

@@ -109,6 +109,18 @@ def test_revocation_takes_effect_immediately_everywhere(api, fleet):
     assert resolve(api, "3号拖拉机大修花了多少钱")["entity"]["external_id"] == "A-2001"
 
 
+def test_ambiguous_candidates_are_capped_and_say_so(api, fleet, settings):
+    more = [{"type": "asset", "external_id": f"A-100{i}", "name": f"{i}号收割机"} for i in range(3, 8)]
+    assert api.post("/api/v1/entities/bulk", {"entities": more}, format="json").status_code == 201
+    body = resolve(api, "那台收割机的保养到期了吗")
+    assert (body["status"], len(body["candidates"]), body["candidates_truncated"]) == ("ambiguous", 7, False)
+    settings.RESOLVE_MAX_CANDIDATES = 3
+    body = resolve(api, "那台收割机的保养到期了吗")
+    assert body["status"] == "ambiguous" and body["candidates_truncated"] is True
+    assert [c["external_id"] for c in body["candidates"]] == ["A-1001", "A-1002", "A-1003"]
+    assert resolve(api, "1号收割机")["candidates_truncated"] is False
+
+
 def test_grants_restrict_to_listed_users(api, api_u2):
     api.post("/api/v1/entities", {"type": "asset", "external_id": "S-1", "name": "保密烘干机", "grants": ["u2"]}, format="json")
     assert resolve(api, "保密烘干机")["status"] == "none"
@@ -129,9 +141,11 @@ def test_invalid_entities_are_400(api, body, field):
 class _Policy(BaseHTTPRequestHandler):
     delay = 0.0
     allowed: set = set()
+    asked: list = []  # external ids of each request
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.asked.append([e["id"] for e in body["entities"]])
         time.sleep(self.delay)
         answer = {"allowed": [e for e in body["entities"] if e["id"] in self.allowed]}
         payload = json.dumps(answer).encode()
@@ -149,7 +163,10 @@ class _Policy(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def policy_server(settings):
+def policy_server(settings, monkeypatch):
+    from entities import policy
+
+    monkeypatch.setattr(policy, "_policy", None)  # an adapter of an earlier test points at its own server
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Policy)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -159,7 +176,7 @@ def policy_server(settings):
     settings.ENTITY_POLICY_CACHE_TTL = 0.0
     yield _Policy
     server.shutdown()
-    _Policy.delay, _Policy.allowed = 0.0, set()
+    _Policy.delay, _Policy.allowed, _Policy.asked = 0.0, set(), []
 
 
 def test_http_policy_allows_denies_and_fails_closed(api, fleet, policy_server):
@@ -168,3 +185,16 @@ def test_http_policy_allows_denies_and_fails_closed(api, fleet, policy_server):
     assert resolve(api, "2号收割机")["status"] == "none"
     policy_server.delay = 1.0  # slower than the timeout: deny
     assert resolve(api, "1号收割机")["status"] == "none"
+
+
+def test_http_policy_is_asked_only_about_the_candidates_returned(api, fleet, policy_server, settings):
+    more = [{"type": "asset", "external_id": f"A-10{i:02d}", "name": f"{i}号收割机"} for i in range(3, 41)]
+    assert api.post("/api/v1/entities/bulk", {"entities": more}, format="json").status_code == 201
+    settings.RESOLVE_MAX_CANDIDATES = 2
+    policy_server.allowed = {"A-1001", "A-1003", "A-1004"}
+    body = resolve(api, "收割机的保养计划")
+    assert [c["external_id"] for c in body["candidates"]] == ["A-1001", "A-1003"] and body["candidates_truncated"]
+    asked = {i for request in policy_server.asked for i in request}
+    assert asked <= {f"A-10{i:02d}" for i in range(1, 9)}  # the first few, not the 40 harvesters
+    policy_server.delay = 1.0  # slower than the timeout: deny, whatever the candidates
+    assert resolve(api, "收割机的保养计划")["status"] == "none"

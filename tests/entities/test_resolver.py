@@ -259,3 +259,118 @@ def test_scan_finds_kinds_and_qualification():
     assert ("type", "拖拉机", True) in cues
     assert ("coref", "它的", False) in cues
     assert ("type", "工单", False) in cues
+
+
+# -- candidate cap, and access asked only as far as the answer needs ---------------------------
+
+
+def harvesters(n: int) -> dict[int, EntityRef]:
+    return {i: EntityRef(i, "asset", f"H-{i}", f"{i}号收割机") for i in range(1, n + 1)}
+
+
+def test_cap_lists_the_first_candidates_and_says_truncated():
+    registry = harvesters(50)
+    full = run("那台收割机", registry)
+    capped = run("那台收割机", registry, max_candidates=5)
+    assert full.status == capped.status == "ambiguous"
+    assert (full.truncated, len(full.candidates)) == (False, 50)
+    assert capped.truncated and capped.candidates == full.candidates[:5] == [1, 2, 3, 4, 5]
+    assert capped.evidence[-1] == {
+        "rule": "type_only", "types": ["asset"], "entity_ids": [1, 2, 3, 4, 5], "truncated": True,
+    }
+
+
+def test_cap_exactly_filled_is_not_truncated():
+    res = run("那台收割机", harvesters(5), max_candidates=5)
+    assert (res.status, res.candidates, res.truncated) == ("ambiguous", [1, 2, 3, 4, 5], False)
+    assert "truncated" not in res.evidence[-1]
+
+
+def test_cap_checks_access_only_until_it_is_filled():
+    calls: list[set[int]] = []
+
+    def allowed_many(ids):
+        calls.append(set(ids))
+        return set(ids) - {2, 4}
+
+    registry = harvesters(1000)
+    res = run("那台收割机", registry, allowed_many=allowed_many, max_candidates=5)
+    assert (res.status, res.candidates, res.truncated) == ("ambiguous", [1, 3, 5, 6, 7], True)
+    asked = set().union(*calls)
+    assert len(asked) <= 10 and asked <= set(range(1, 11))  # the first few, never the thousand
+    uncapped = run("那台收割机", registry, allowed_many=lambda ids: set(ids) - {2, 4})
+    assert res.candidates == uncapped.candidates[:5]
+
+
+def test_cap_never_changes_the_status():
+    # Every entity but one hidden: the lazy check goes on until it finds the one, and resolves.
+    only = run("那台收割机", harvesters(300), allowed_many=lambda ids: set(ids) & {250}, max_candidates=3)
+    assert (only.status, only.entity_id) == ("resolved", 250)
+    # All hidden: none, as without the cap.
+    assert run("那台收割机", harvesters(300), allowed=lambda eid: False, max_candidates=3).status == "none"
+    # Two visible far apart: still ambiguous, both listed.
+    two = run("那台收割机", harvesters(300), allowed=lambda eid: eid in {7, 290}, max_candidates=3)
+    assert (two.status, two.candidates, two.truncated) == ("ambiguous", [7, 290], False)
+
+
+def test_cap_merges_several_types_in_id_order():
+    registry = {i: EntityRef(i, "asset_model" if i % 2 else "workorder", f"X-{i}", f"对象{i}") for i in range(1, 21)}
+    full = run("机型还是工单", registry)
+    assert full.candidates == list(range(1, 21))
+    assert run("机型还是工单", registry, max_candidates=3).candidates == [1, 2, 3]
+
+
+def test_cap_applies_to_an_explicit_ambiguity():
+    registry = {i: EntityRef(i, "asset", f"A-{i}", f"{i}号机", ("老机器",)) for i in range(1, 8)}
+    res = run("老机器又坏了", registry, max_candidates=3)
+    assert (res.status, res.candidates, res.truncated) == ("ambiguous", [1, 2, 3], True)
+    assert run("老机器又坏了", registry).candidates == list(range(1, 8))
+
+
+def test_cap_below_two_is_refused():
+    with pytest.raises(ValueError):
+        run("那台收割机", max_candidates=1)
+
+
+def test_mentions_are_loaded_only_when_a_rule_needs_them():
+    loaded: list[str] = []
+
+    def recent():
+        loaded.append("recent")
+        return [said(3, 0)]
+
+    def past():
+        loaded.append("past")
+        return [said(2, 0, 7)]
+
+    assert run("1号收割机出过哪些故障", recent=recent, past=past).entity_id == 1
+    assert run("今天天气不错", recent=recent, past=past).status == "none"
+    assert run("收割机的保养计划", recent=recent, past=past).candidates == [1, 2]
+    assert loaded == []
+    assert run("它为什么停机了", recent=recent, past=past).entity_id == 3
+    assert loaded == ["recent"]
+    assert run("上次说的那个怎么样了", recent=recent, past=past).entity_id == 2
+    assert loaded == ["recent", "past"]
+
+
+def test_latest_turn_asks_access_newest_turns_first():
+    registry = harvesters(50)
+    past = [said(i, i) for i in range(1, 51)]  # one entity per turn, entity 50 the latest
+    calls: list[set[int]] = []
+
+    def allowed_many(ids, hidden=frozenset()):
+        calls.append(set(ids))
+        return set(ids) - hidden
+
+    res = run("上次说的那个怎么样了", registry, past=past, allowed_many=allowed_many, max_candidates=3)
+    assert (res.status, res.entity_id, calls) == ("resolved", 50, [{50, 49, 48, 47}])
+    calls.clear()
+    hidden = frozenset(range(45, 51))
+    res = run("上次说的那个怎么样了", registry, past=past, max_candidates=3,
+              allowed_many=lambda ids: allowed_many(ids, hidden))
+    assert (res.status, res.entity_id) == ("resolved", 44)
+    assert calls == [{50, 49, 48, 47}, {46, 45, 44, 43}]
+    # Without a cap: one batch of every mention, as the access check always did.
+    calls.clear()
+    assert run("上次说的那个怎么样了", registry, past=past, allowed_many=allowed_many).entity_id == 50
+    assert calls == [set(range(1, 51))]
