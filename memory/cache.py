@@ -65,20 +65,26 @@ def _generation(key: str) -> int:
     return int(value) if value is not None else time.time_ns()
 
 
-def _bump(key: str) -> None:
-    try:
-        cache.incr(key)
-    except ValueError:
-        cache.set(key, time.time_ns(), None)
-
-
-def user_generation(org_id: int, user_id: str) -> int:
-    return _generation(f"mem-gen:{org_id}:{user_id}")
+def user_generation(org_id: int, user_id: str):
+    """Compared for equality only. With Redis it is (counter, epoch): a bump lost in a partition
+    bumps the MySQL epoch instead, so the pair moves either way."""
+    counter = _generation(f"mem-gen:{org_id}:{user_id}")
+    if _redis() is None:
+        return counter
+    return counter, _epoch(org_id, user_id)
 
 
 def user_generation_bump(org_id: int, user_id: str) -> None:
     """Anything cached from this user's memories (keyword index, recall results) is now stale."""
-    _bump(f"mem-gen:{org_id}:{user_id}")
+    key = f"mem-gen:{org_id}:{user_id}"
+    try:
+        bumped = cache.incr(key)
+    except ValueError:
+        bumped = cache.set(key, time.time_ns(), None)
+    # django-redis swallows connection errors (IGNORE_EXCEPTIONS) and answers None: the counter did
+    # not move, and processes that cached under it would keep serving the old keyword index.
+    if bumped is None and _redis() is not None:
+        _epoch_bump(org_id, user_id)
 
 
 def memory_cache_payload(memory) -> dict:
