@@ -32,9 +32,18 @@ def conversation_owned(*, org: Org, user_id: str, conversation_id: int) -> Conve
 
 
 def readable_conversation_ids(*, org: Org, user_id: str, among: set[int]) -> set[int]:
+    """The rule of conversation_readable_q, applied in Python to two plain indexed reads: recall
+    runs this on every call, and the ORM compiling the two subqueries cost more than the reads."""
     if not among:
         return set()
-    return set(conversation_list(org=org, user_id=user_id).filter(id__in=among).values_list("id", flat=True))
+    owners = dict(Conversation.objects.filter(org=org, id__in=among).values_list("id", "owner_user"))
+    if not owners:
+        return set()
+    states = dict(ConversationAccess.objects.filter(user_id=user_id, conversation_id__in=list(owners))
+                  .values_list("conversation_id", "state"))
+    return {conversation_id for conversation_id, owner in owners.items()
+            if states.get(conversation_id) == ConversationAccess.GRANTED
+            or (owner == user_id and states.get(conversation_id) != ConversationAccess.REVOKED)}
 
 
 def message_list(*, conversation: Conversation) -> QuerySet[Message]:

@@ -44,6 +44,28 @@ class RecallQuery:
     explain: bool = False
 
 
+@dataclass(slots=True)
+class _Candidate:
+    """The columns back-check and ranking read. Full Memory rows are loaded for the top k only:
+    building model instances for every candidate (~100 at 100 memories per user) was the largest
+    cost of a recall after the query embedding."""
+    id: int
+    kind: str
+    scope: str
+    conversation_id: int | None
+    created_at: datetime | None
+    valid_from: datetime | None
+    valid_to: datetime | None
+    occurred_at: datetime | None
+    importance: float
+    access_count: int
+    content: str
+    content_hash: str
+
+
+_CANDIDATE_FIELDS = tuple(_Candidate.__dataclass_fields__)
+
+
 @dataclass
 class RecallItem:
     memory: Memory
@@ -125,7 +147,7 @@ def _semantic_candidates(q: RecallQuery, vectors: _QueryVectors, limit: int, res
     return hits
 
 
-def _semantic_scores(q: RecallQuery, vectors: _QueryVectors, kept: dict[int, Memory]) -> dict[int, float]:
+def _semantic_scores(q: RecallQuery, vectors: _QueryVectors, kept: dict[int, _Candidate]) -> dict[int, float]:
     """Cosine of the query against each kept memory's stored vector (MySQL), so keyword-only
     candidates get a semantic score too and every score comes from the same formula."""
     model_id = vectors.embedder.model_id
@@ -150,9 +172,10 @@ def _minmax(scores: dict[int, float]) -> dict[int, float]:
     return {k: (v - low) / (high - low) for k, v in scores.items()}
 
 
-def _back_check(q: RecallQuery, ids: set[int], result: RecallResult) -> tuple[dict[int, Memory], dict, dict]:
+def _back_check(q: RecallQuery, ids: set[int], result: RecallResult) -> tuple[dict[int, _Candidate], dict, dict]:
     """Reload the candidates from MySQL and drop what this user may not see now."""
-    rows = {m.id: m for m in Memory.objects.filter(id__in=ids, org=q.org, user_id=q.user_id, status="active")}
+    rows = {row[0]: _Candidate(*row) for row in Memory.objects.filter(
+        id__in=ids, org=q.org, user_id=q.user_id, status="active").values_list(*_CANDIDATE_FIELDS)}
     dropped: dict[int, str] = {i: "not active in the database (stale projection)" for i in ids - set(rows)}
     kinds = set(q.kinds or STANDING_KINDS + (["episode"] if q.include_episodes else []))
     sources: dict[int, list[dict]] = defaultdict(list)
@@ -200,7 +223,7 @@ def _back_check(q: RecallQuery, ids: set[int], result: RecallResult) -> tuple[di
     return kept, sources, links
 
 
-def _rank(q: RecallQuery, kept: dict[int, Memory], semantic: dict[int, float], keyword: dict[int, float],
+def _rank(q: RecallQuery, kept: dict[int, _Candidate], semantic: dict[int, float], keyword: dict[int, float],
           links: dict[int, list[int]], raw_semantic: dict[int, float]) -> list[tuple[int, float, dict]]:
     w = settings.RECALL_WEIGHTS
     w_sem, w_kw = _weights(q.query)
@@ -261,7 +284,7 @@ def recall(q: RecallQuery) -> RecallResult:
     keyword = {m: keyword_raw.get(m, 0.0) / top_kw for m in kept} if top_kw > 0 else {}
     semantic = _minmax(raw_semantic) if settings.RECALL_NORMALIZE_SEMANTIC else raw_semantic
     ranked = _rank(q, kept, semantic, keyword, links, raw_semantic)
-    items, seen_hashes, seen_sources = [], set(), set()
+    chosen, seen_hashes, seen_sources = [], set(), set()
     dedup_dropped = {}
     for memory_id, score, parts in ranked:
         memory = kept[memory_id]
@@ -277,10 +300,13 @@ def recall(q: RecallQuery) -> RecallResult:
         seen_hashes.add(memory.content_hash)
         if len(source_key) == 1:
             seen_sources.add(source_key)
-        items.append(RecallItem(memory=memory, score=round(score, 4), parts=parts, sources=sources[memory_id],
-                                entity_ids=links.get(memory_id, [])))
-        if len(items) >= k:
+        chosen.append((memory_id, score, parts))
+        if len(chosen) >= k:
             break
+    full = Memory.objects.in_bulk([memory_id for memory_id, _, _ in chosen])
+    items = [RecallItem(memory=full[memory_id], score=round(score, 4), parts=parts, sources=sources[memory_id],
+                        entity_ids=links.get(memory_id, []))
+             for memory_id, score, parts in chosen if memory_id in full]  # a row deleted meanwhile is gone
     result.items = items
     result.timings_ms["back_check_rank"] = (time.perf_counter() - t0) * 1000
     if q.explain:
