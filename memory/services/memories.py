@@ -180,7 +180,7 @@ def _supersede_targets(inp: MemoryInput, similar: list[tuple[Memory, float]], su
     if inp.kind == "episode":
         return []
     targets = {m.id: m for m in Memory.objects.filter(id__in=inp.supersedes, org=inp.org, user_id=inp.user_id,
-                                                      status="active")}
+                                                      status="active")} if inp.supersedes else {}
     slot_replaces = inp.slot_key and (inp.kind in SINGLE_VALUED_KINDS or inp.change)
     entity_ids = set(inp.entity_ids)
     for memory, sim in similar:
