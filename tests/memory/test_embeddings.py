@@ -87,3 +87,38 @@ def test_minilm_loads_offline_from_the_package():
     assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[2]) + 0.3
     assert get_embedder("all-MiniLM-L6-v2") is minilm
     assert collection_name_for(minilm) == "memories__st-all-minilm-l6-v2__384"
+
+
+TEXTS = ["The harvester's hydraulic pump leaks near the left valve.", "我们农场在黑龙江齐齐哈尔，收割机上周坏了。",
+         "short", "A much longer sentence about the maintenance schedule of tractor T-7 in the spring, "
+         "with the filter, the belt and the gearbox to be checked before the sowing starts next month."]
+
+
+def test_onnx_runtime_gives_the_vectors_pytorch_gives(tmp_path):
+    pytest.importorskip("onnxruntime")
+    from memory.embeddings import SentenceTransformerEmbedder
+
+    onnx = SentenceTransformerEmbedder("all-MiniLM-L6-v2", threads=1, onnx_dir=str(tmp_path))
+    torch_only = SentenceTransformerEmbedder("all-MiniLM-L6-v2", threads=1)
+    assert onnx._onnx is not None and torch_only._onnx is None
+    assert list(tmp_path.glob("*.onnx")), "the graph is exported once into the directory"
+    batch_onnx, batch_torch = onnx.encode(TEXTS), torch_only.encode(TEXTS)  # padded batch
+    assert batch_onnx.dtype == np.float32 and batch_onnx.shape == batch_torch.shape
+    assert float((batch_onnx * batch_torch).sum(axis=1).min()) > 0.9999
+    single = np.stack([onnx.encode_one(t) for t in TEXTS])  # unpadded
+    assert float((single * batch_torch).sum(axis=1).min()) > 0.9999
+
+
+def test_a_failed_export_falls_back_to_pytorch(tmp_path, monkeypatch):
+    pytest.importorskip("onnxruntime")
+    from memory import onnx_encoder
+    from memory.embeddings import SentenceTransformerEmbedder
+
+    def broken(model, target):
+        raise RuntimeError("exporter crashed")
+
+    monkeypatch.setattr(onnx_encoder, "_export", broken)
+    embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2", threads=1, onnx_dir=str(tmp_path / "onnx"))
+    assert embedder._onnx is None
+    vector = embedder.encode_one(TEXTS[0])
+    assert vector.shape == (embedder.dim,) and abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
