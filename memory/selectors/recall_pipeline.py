@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from conversations.selectors import readable_conversation_ids
@@ -44,26 +45,28 @@ class RecallQuery:
     explain: bool = False
 
 
+_MEMORY_COLUMNS = tuple(f.attname for f in Memory._meta.concrete_fields)
+
+
 @dataclass(slots=True)
 class _Candidate:
-    """The columns back-check and ranking read. Full Memory rows are loaded for the top k only:
-    building model instances for every candidate (~100 at 100 memories per user) was the largest
-    cost of a recall after the query embedding."""
-    id: int
-    kind: str
-    scope: str
-    conversation_id: int | None
-    created_at: datetime | None
-    valid_from: datetime | None
-    valid_to: datetime | None
-    occurred_at: datetime | None
-    importance: float
-    access_count: int
-    content: str
-    content_hash: str
+    """One candidate's row as plain values, plus its stored vector. Model instances are built for
+    the top k only (`memory()`): building one per candidate (~100 at 100 memories per user) cost more
+    than the query that read them."""
+    row: tuple
+    vector: bytes | None
+
+    def __getattr__(self, name):  # only reached for column names (slots hold row and vector)
+        try:
+            return self.row[_COLUMN_INDEX[name]]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def memory(self) -> Memory:
+        return Memory.from_db(Memory.objects.db, _MEMORY_COLUMNS, self.row)
 
 
-_CANDIDATE_FIELDS = tuple(_Candidate.__dataclass_fields__)
+_COLUMN_INDEX = {name: i for i, name in enumerate(_MEMORY_COLUMNS)}
 
 
 @dataclass
@@ -150,8 +153,7 @@ def _semantic_candidates(q: RecallQuery, vectors: _QueryVectors, limit: int, res
 def _semantic_scores(q: RecallQuery, vectors: _QueryVectors, kept: dict[int, _Candidate]) -> dict[int, float]:
     """Cosine of the query against each kept memory's stored vector (MySQL), so keyword-only
     candidates get a semantic score too and every score comes from the same formula."""
-    model_id = vectors.embedder.model_id
-    pairs = list(MemoryEmbedding.objects.filter(memory_id__in=kept, model_id=model_id).values_list("memory_id", "vector"))
+    pairs = [(memory_id, candidate.vector) for memory_id, candidate in kept.items() if candidate.vector is not None]
     if not pairs:
         return {}
     stored = np.vstack([from_bytes(blob) for _, blob in pairs])
@@ -172,10 +174,14 @@ def _minmax(scores: dict[int, float]) -> dict[int, float]:
     return {k: (v - low) / (high - low) for k, v in scores.items()}
 
 
-def _back_check(q: RecallQuery, ids: set[int], result: RecallResult) -> tuple[dict[int, _Candidate], dict, dict]:
-    """Reload the candidates from MySQL and drop what this user may not see now."""
-    rows = {row[0]: _Candidate(*row) for row in Memory.objects.filter(
-        id__in=ids, org=q.org, user_id=q.user_id, status="active").values_list(*_CANDIDATE_FIELDS)}
+def _back_check(q: RecallQuery, ids: set[int], result: RecallResult,
+                model_id: str) -> tuple[dict[int, _Candidate], dict, dict]:
+    """Reload the candidates from MySQL and drop what this user may not see now. Each row comes
+    with its stored vector under `model_id` (one query for both)."""
+    vector = MemoryEmbedding.objects.filter(memory_id=OuterRef("pk"), model_id=model_id).values("vector")[:1]
+    rows = {row[0]: _Candidate(row[:-1], row[-1]) for row in Memory.objects.filter(
+        id__in=ids, org=q.org, user_id=q.user_id, status="active").annotate(
+        stored_vector=Subquery(vector)).values_list(*_MEMORY_COLUMNS, "stored_vector")}
     dropped: dict[int, str] = {i: "not active in the database (stale projection)" for i in ids - set(rows)}
     kinds = set(q.kinds or STANDING_KINDS + (["episode"] if q.include_episodes else []))
     sources: dict[int, list[dict]] = defaultdict(list)
@@ -275,7 +281,8 @@ def recall(q: RecallQuery) -> RecallResult:
     if q.explain:
         result.stages.append({"stage": "candidates", "semantic": vector_hits, "keyword": keyword_top})
     t0 = time.perf_counter()
-    kept, sources, links = _back_check(q, set(vector_hits) | set(keyword_top) | set(q.include_ids), result)
+    kept, sources, links = _back_check(q, set(vector_hits) | set(keyword_top) | set(q.include_ids), result,
+                                       vectors.embedder.model_id)
     raw_semantic = _semantic_scores(q, vectors, kept)
     for memory_id in kept:  # no stored vector (e.g. mid re-embed): fall back to the index's score
         if memory_id not in raw_semantic and memory_id in vector_hits:
@@ -303,10 +310,9 @@ def recall(q: RecallQuery) -> RecallResult:
         chosen.append((memory_id, score, parts))
         if len(chosen) >= k:
             break
-    full = Memory.objects.in_bulk([memory_id for memory_id, _, _ in chosen])
-    items = [RecallItem(memory=full[memory_id], score=round(score, 4), parts=parts, sources=sources[memory_id],
-                        entity_ids=links.get(memory_id, []))
-             for memory_id, score, parts in chosen if memory_id in full]  # a row deleted meanwhile is gone
+    items = [RecallItem(memory=kept[memory_id].memory(), score=round(score, 4), parts=parts,
+                        sources=sources[memory_id], entity_ids=links.get(memory_id, []))
+             for memory_id, score, parts in chosen]
     result.items = items
     result.timings_ms["back_check_rank"] = (time.perf_counter() - t0) * 1000
     if q.explain:
