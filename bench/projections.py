@@ -113,7 +113,32 @@ def bench_write_path(org, texts: list[str], users: int) -> dict:
     for memory_id, version in rows:
         memory_sync(memory_id=memory_id, version=version)
     sync_rate = len(rows) / (time.perf_counter() - started)
+
+    # The projection itself when it must embed (no stored vector for the live model: a restore
+    # without vectors, a model switch): memory_sync encodes, stores the vector, upserts, marks.
+    # Interleaved with raw encode_one of the same texts, as above.
+    from memory.models import MemoryEmbedding
+
+    sample = rows[:500]
+    texts = dict(Memory.objects.filter(id__in=[m for m, _ in sample]).values_list("id", "content"))
+    MemoryEmbedding.objects.filter(memory_id__in=texts).delete()
+    Memory.objects.filter(id__in=texts).update(projected_version=0)
+    project_s = raw_again_s = 0.0
+    for start in range(0, len(sample), INTERLEAVE):
+        chunk = sample[start : start + INTERLEAVE]
+        t0 = time.perf_counter()
+        for memory_id, _ in chunk:
+            embedder.encode_one(texts[memory_id])
+        t1 = time.perf_counter()
+        for memory_id, version in chunk:
+            memory_sync(memory_id=memory_id, version=version)
+        t2 = time.perf_counter()
+        raw_again_s, project_s = raw_again_s + (t1 - t0), project_s + (t2 - t1)
+    project_rate, raw_again = len(sample) / project_s, len(sample) / raw_again_s
     return {
+        "projection_with_embedding_per_s": round(project_rate, 1),
+        "raw_encode_one_same_texts_per_s": round(raw_again, 1),
+        "ratio_projection_vs_raw_encode": round(project_rate / raw_again, 3),
         "model": embedder.model_id, "writes": len(texts), "outcomes": outcomes, "not_projected": lagging,
         "write_and_sync_per_s": round(write_rate, 1), "raw_encode_one_per_s": round(raw_one, 1),
         "raw_encode_batch_per_s": round(raw_batch, 1), "memory_sync_rerun_per_s": round(sync_rate, 1),
@@ -242,9 +267,12 @@ def bench_search(org, n_queries: int, users: int, rng: np.random.Generator) -> d
 def _table(results: dict) -> str:
     w, r, s = results["write_path"], results["rebuild"], results["search"]
     rows = [
-        ("write path (memory_write + memory_sync, eager)", f"{w['write_and_sync_per_s']} mem/s", ""),
+        ("projection that embeds (memory_sync without a stored vector)", f"{w['projection_with_embedding_per_s']} mem/s",
+         f"ratio {w['ratio_projection_vs_raw_encode']} vs raw encode_one of the same texts "
+         f"({w['raw_encode_one_same_texts_per_s']} /s; goal >= 0.7)"),
+        ("write path (memory_write: dedup tiers + write + memory_sync, eager)", f"{w['write_and_sync_per_s']} mem/s", ""),
         ("raw encode, one text per call (floor)", f"{w['raw_encode_one_per_s']} /s",
-         f"ratio {w['ratio_vs_raw_encode_one']} (goal >= 0.7)"),
+         f"ratio {w['ratio_vs_raw_encode_one']}"),
         ("raw encode, batched", f"{w['raw_encode_batch_per_s']} /s", f"ratio {w['ratio_vs_raw_encode_batch']}"),
         ("memory_sync rerun (idempotent)", f"{w['memory_sync_rerun_per_s']} /s", ""),
         (f"rebuild {r['n']} memories (stored vectors)", f"{r['rebuild_s']} s", f"{r['rebuild_per_s']} mem/s"),
@@ -268,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=500)
     parser.add_argument("--users", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--out", default=str(RESULTS), help="result JSON path (default bench/results/projections.json)")
     parser.add_argument("--encode-all", action="store_true",
                         help="encode the N texts for the rebuild set instead of random unit vectors (slow)")
     parser.add_argument("--threads", type=int, default=None,
@@ -295,10 +324,11 @@ def main(argv: list[str] | None = None) -> int:
         from memory.vector_index import reset_vector_index
 
         reset_vector_index()
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    out = Path(args.out).resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(_table(results))
-    print(f"\nwritten to {RESULTS.relative_to(Path.cwd()) if RESULTS.is_relative_to(Path.cwd()) else RESULTS}"
+    print(f"\nwritten to {out.relative_to(Path.cwd()) if out.is_relative_to(Path.cwd()) else out}"
           f" in {results['total_s']} s")
     return 0
 

@@ -1,7 +1,7 @@
 """Make the vector index and the Redis cache match one MySQL row. Safe to rerun (STYLE §4)."""
 import logging
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 
 from memory.cache import memory_cache
@@ -33,8 +33,18 @@ def _vector_for(memory: Memory, collection: VectorCollection):
     from memory.embeddings import get_embedder
 
     vector = get_embedder(collection.model_name).encode_one(memory.content)
-    MemoryEmbedding.objects.update_or_create(memory=memory, model_id=collection.model_id,
-                                             defaults={"version": memory.version, "vector": to_bytes(vector)})
+    # The row read above decides insert or update (no update_or_create re-read); a concurrent sync
+    # of the same memory may insert first, and then this one updates.
+    if row is not None:
+        MemoryEmbedding.objects.filter(id=row.id).update(version=memory.version, vector=to_bytes(vector))
+        return vector
+    try:
+        with transaction.atomic():
+            MemoryEmbedding.objects.create(memory=memory, model_id=collection.model_id, version=memory.version,
+                                           vector=to_bytes(vector))
+    except IntegrityError:
+        MemoryEmbedding.objects.filter(memory=memory, model_id=collection.model_id).update(
+            version=memory.version, vector=to_bytes(vector))
     return vector
 
 
