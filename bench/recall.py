@@ -38,6 +38,9 @@ def parse_args(argv=None):
     p.add_argument("--batch", type=int, default=2000, help="bulk-load batch size")
     p.add_argument("--optimize", action="store_true", help="run the shard optimizer (HNSW build) after loading")
     p.add_argument("--no-http", action="store_true", help="skip the HTTP measurement")
+    p.add_argument("--candidates", default="",
+                   help="also measure recall() with these RECALL_CANDIDATES values, e.g. 40,30 "
+                        "(latency and target hit rate, interleaved with the default on the same queries)")
     return p.parse_args(argv)
 
 
@@ -167,6 +170,9 @@ def main(argv=None) -> int:
             _, elapsed = common.timed(service, q)
             cold["service"].append(elapsed)
 
+    # ---------------------------------------------------------------- candidate-limit alternatives
+    alternatives = _candidate_alternatives(args, warm_set, service, bench.log)
+
     # ---------------------------------------------------------------- SQL per call (diagnosis)
     sql = _sql_profile(warm_set[:20], service, http if not args.no_http else None)
 
@@ -212,6 +218,7 @@ def main(argv=None) -> int:
         "goals": goals,
         "sql_per_call": sql,
         "target_hit_at_k": round(hits / len(warm_set), 3) if warm_set else None,
+        "candidate_alternatives": alternatives,
         "http_errors": http_errors,
         "rss_mb": common.rss_mb(), "peak_rss_mb": common.peak_rss_mb(),
         "disk": common.var_sizes(bench.var_dir),
@@ -242,6 +249,11 @@ def main(argv=None) -> int:
           f"target memory in top-{args.k}: {payload['target_hit_at_k']}")
     print(f"SQL queries per call (mean over {sql['calls']}): recall() {sql['service_mean']}, "
           f"HTTP {sql.get('http_mean')}")
+    if alternatives:
+        print()
+        print(common.table(["RECALL_CANDIDATES", "recall p50 ms", "recall p95 ms", f"target in top-{args.k}"],
+                           [(value, a["latency_ms"]["p50"], a["latency_ms"]["p95"], a["target_hit_at_k"])
+                            for value, a in alternatives.items()]))
     if http_errors:
         print(f"HTTP errors: {http_errors}")
     print(f"RSS {payload['rss_mb']} MiB (peak {payload['peak_rss_mb']} MiB); disk "
@@ -249,6 +261,32 @@ def main(argv=None) -> int:
           f"qdrant {common.human_bytes(payload['disk']['qdrant_bytes'])}")
     print(f"\nresults: {out.relative_to(common.REPO_ROOT) if out.is_relative_to(common.REPO_ROOT) else out}")
     return 0
+
+
+def _candidate_alternatives(args, queries, service, log) -> dict:
+    """recall() with other RECALL_CANDIDATES values, round-robin per query with the default, so the
+    latency and hit-rate differences come from the setting, not from the machine's load."""
+    from django.conf import settings
+
+    values = [int(v) for v in args.candidates.split(",") if v.strip()]
+    if not values:
+        return {}
+    default = settings.RECALL_CANDIDATES
+    order = [default, *[v for v in values if v != default]]
+    samples = {v: [] for v in order}
+    hits = dict.fromkeys(order, 0)
+    log(f"candidate limits {order} over {len(queries)} queries")
+    try:
+        for i, q in enumerate(queries):
+            for value in order[i % len(order):] + order[: i % len(order)]:
+                settings.RECALL_CANDIDATES = value
+                result, elapsed = common.timed(service, q)
+                samples[value].append(elapsed)
+                hits[value] += any(item.memory.id == q["target"] for item in result.items)
+    finally:
+        settings.RECALL_CANDIDATES = default
+    return {value: {"latency_ms": common.stats(samples[value]), "target_hit_at_k": round(hits[value] / len(queries), 3)}
+            for value in order}
 
 
 def _sql_profile(queries, service, http) -> dict:

@@ -108,13 +108,21 @@ def _split_pieces(content: str) -> tuple[list[str], bool]:
     return (lines if len(lines) > 1 else split_sentences(content)), False
 
 
-def _rank_pieces(pieces: list[str], query: str) -> list[int]:
+@functools.lru_cache(maxsize=256)
+def _analysed(content: str) -> tuple[tuple[str, ...], bool, tuple[frozenset[str], ...]]:
+    """Pieces, whether they are array items, and each piece's terms. A tool result is cut again on
+    every turn it stays in the window, for a new query each time: only the scoring depends on it."""
+    pieces, is_array = _split_pieces(content)
+    return tuple(pieces), is_array, tuple(frozenset(tokenize(p)) for p in pieces)
+
+
+def _rank_pieces(piece_terms: tuple[frozenset[str], ...], query: str) -> list[int]:
     """Piece indexes, most relevant first; ties (and no query at all) keep the original order."""
     query_terms = set(tokenize(query))
     if not query_terms:
-        return list(range(len(pieces)))
-    hits = [set(tokenize(p)) & query_terms for p in pieces]
-    n = len(pieces)
+        return list(range(len(piece_terms)))
+    hits = [terms & query_terms for terms in piece_terms]
+    n = len(piece_terms)
     doc_freq = {t: sum(t in h for h in hits) for t in query_terms}
     # Rarer terms weigh more: a term found in every piece tells none of them apart.
     scores = [sum(1.0 + (n / doc_freq[t]) ** 0.5 for t in h) for h in hits]
@@ -122,11 +130,11 @@ def _rank_pieces(pieces: list[str], query: str) -> list[int]:
 
 
 def _relevant_part(content: str, room: int, query: str) -> str:
-    pieces, is_array = _split_pieces(content)
+    pieces, is_array, piece_terms = _analysed(content)
     chosen: list[int] = []
     used = 2 if is_array else 0  # the array brackets
     if len(pieces) > 1:
-        for i in _rank_pieces(pieces, query):
+        for i in _rank_pieces(piece_terms, query):
             cost = count_tokens(pieces[i]) + 1  # +1: the separator
             if used + cost <= room:
                 chosen.append(i)
