@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
+from collections import OrderedDict
 from datetime import datetime
 
 from django.conf import settings
@@ -54,12 +56,17 @@ def _window_message(item: dict) -> WindowMessage:
                          seq=item["seq"])
 
 
-def _read(key: str) -> list[str] | None:
+def _read_from(key: str, start: int) -> list[str] | None:
+    """Items start.. of the list (0-based); None on a miss or when Redis is down."""
     client = _redis()
     try:
         if client is None:
-            return cache.get(key)
-        return [raw.decode() if isinstance(raw, bytes) else raw for raw in client.lrange(key, 0, -1)]
+            items = cache.get(key)
+            return items[start:] if items is not None else None
+        raw = client.lrange(key, start, -1)
+        if not raw and not client.exists(key):
+            return None
+        return [r.decode() if isinstance(r, bytes) else r for r in raw]
     except Exception as exc:  # Redis down: only slower
         logger.warning("window cache read failed key=%s: %s", key, type(exc).__name__)
         return None
@@ -80,24 +87,66 @@ def _fill(key: str, items: list[str]) -> None:
         logger.warning("window cache fill failed key=%s: %s", key, type(exc).__name__)
 
 
+# This process's parsed lists, by the same key: messages 1..n of a window version never change, so
+# a parsed list whose length is the row's message_count is exact, and a shorter one needs only the
+# newer items. Parsing 300 JSON items per context call cost more than reading them.
+_parsed: OrderedDict[str, list[tuple[WindowMessage, bool]]] = OrderedDict()
+_parsed_lock = threading.Lock()
+_PARSED_MAX = 256
+
+
+def clear_local() -> None:
+    """Forget this process's parsed lists (tests; after a database restore, which can reuse ids)."""
+    with _parsed_lock:
+        _parsed.clear()
+
+
+def _parse(raw: list[str], first_seq: int) -> list[tuple[WindowMessage, bool]] | None:
+    items = [json.loads(r) for r in raw]
+    if any(item["seq"] != n for n, item in enumerate(items, start=first_seq)):
+        return None
+    return [(_window_message(i), bool(i["redacted"])) for i in items]
+
+
+def _remember(key: str, parsed: list[tuple[WindowMessage, bool]]) -> None:
+    with _parsed_lock:
+        _parsed[key] = parsed
+        _parsed.move_to_end(key)
+        while len(_parsed) > _PARSED_MAX:
+            _parsed.popitem(last=False)
+
+
+def _cached(key: str, count: int) -> list[tuple[WindowMessage, bool]] | None:
+    with _parsed_lock:
+        local = _parsed.get(key)
+    if local is not None and len(local) == count:
+        return local
+    start = len(local) if local is not None and len(local) < count else 0
+    raw = _read_from(key, start)
+    if raw is None or start + len(raw) != count:
+        return None
+    parsed = _parse(raw, start + 1)
+    if parsed is None:
+        return None
+    parsed = (local[:start] if start else []) + parsed
+    _remember(key, parsed)
+    return parsed
+
+
 def window_messages(conversation: Conversation, at: datetime | None = None) -> list[WindowMessage]:
     """The conversation's unredacted messages in seq order (as of `at` when given).
 
     `conversation` must come from a fresh read: its message_count and window_version validate the cache."""
     count = conversation.message_count
     key = _key(conversation.id, conversation.window_version)
-    items = None
-    raw = _read(key) if count else None
-    if raw is not None and len(raw) == count:
-        items = [json.loads(r) for r in raw]
-        if any(item["seq"] != n for n, item in enumerate(items, start=1)):
-            items = None
-    if items is None:
+    parsed = _cached(key, count) if count else None
+    if parsed is None:
         rows = list(Message.objects.filter(conversation_id=conversation.id).order_by("seq"))
-        items = [json.loads(_item(m)) for m in rows]
+        parsed = [(_window_message(json.loads(_item(m))), m.redacted) for m in rows]
         if rows and len(rows) <= settings.CACHE_WINDOW_MAX_MESSAGES and rows[-1].seq == len(rows):
             _fill(key, [_item(m) for m in rows])
-    out = [_window_message(i) for i in items if not i["redacted"]]
+            _remember(key, parsed)
+    out = [message for message, redacted in parsed if not redacted]
     if at is not None:
         out = [m for m in out if m.occurred_at is None or m.occurred_at <= at]
     return out

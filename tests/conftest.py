@@ -56,11 +56,13 @@ def _immediate_access_stats(settings):
 def _clear_cache():
     from django.core.cache import cache
 
+    from conversations import window_cache
     from memory import keyword
     from memory.models import VectorCollection
 
     cache.clear()
     keyword.clear()
+    window_cache.clear_local()
     VectorCollection.forget_cached_live()
     yield
 
