@@ -33,11 +33,16 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from config.wsgi import application
+from django.core.wsgi import get_wsgi_application
 from tenancy.models import ApiKey, Org
 from tenancy.services import api_key_revoke, org_get_or_create
 from tests.conftest import make_client
 from tests.security.helpers import FUZZ_FAILURES, FUZZ_STATUS, auth_headers, on_commit_runs
+
+# Django's own WSGI app, not config/wsgi.py: that module also warms the models up and, with a real
+# broker, starts the web process's vector-queue consumer, a Celery worker that would then run inside
+# the test process (and take over its logging) for the rest of the session.
+application = get_wsgi_application()
 
 FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "10"))
 FUZZ_SEED = int(os.environ.get("FUZZ_SEED", "20260601"))
