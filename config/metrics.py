@@ -23,16 +23,6 @@ LATENCY = Histogram("memsvc_http_request_seconds", "HTTP request latency", ["rou
                     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
 
 
-def _queue_depths() -> dict[str, int]:
-    if settings.CELERY_TASK_ALWAYS_EAGER or not settings.CELERY_BROKER_URL.startswith("redis"):
-        return {}
-    import redis
-
-    client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=0.5, socket_connect_timeout=0.5)
-    queues = {settings.CELERY_TASK_DEFAULT_QUEUE, getattr(settings, "CELERY_VECTOR_QUEUE", "") or ""} - {""}
-    return {queue: int(client.llen(queue)) for queue in sorted(queues)}
-
-
 def _backlog() -> dict[str, int]:
     from django.db.models import F
     from django.utils import timezone
@@ -80,7 +70,9 @@ class BacklogCollector:
             logger.warning("metrics: database source failed: %s", type(exc).__name__)
             up.add_metric(["database"], 0)
         try:
-            depths = _queue_depths()
+            from memory.selectors import queue_depths
+
+            depths = queue_depths()
             up.add_metric(["broker"], 1)
             queue = GaugeMetricFamily("memsvc_queue_depth", "Tasks waiting in a broker queue", labels=["queue"])
             for name, depth in depths.items():

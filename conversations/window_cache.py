@@ -142,7 +142,9 @@ def window_messages(conversation: Conversation, at: datetime | None = None) -> l
     parsed = _cached(key, count) if count else None
     if parsed is None:
         rows = list(Message.objects.filter(conversation_id=conversation.id).order_by("seq"))
-        parsed = [(_window_message(json.loads(_item(m))), m.redacted) for m in rows]
+        parsed = [(WindowMessage(id=m.id, role=m.role, content=m.content, tool_call_id=m.tool_call_id,
+                                 tool_calls=m.tool_calls, occurred_at=m.occurred_at, seq=m.seq), m.redacted)
+                  for m in rows]
         if rows and len(rows) <= settings.CACHE_WINDOW_MAX_MESSAGES and rows[-1].seq == len(rows):
             _fill(key, [_item(m) for m in rows])
             _remember(key, parsed)

@@ -67,6 +67,19 @@ def _clear_cache():
     yield
 
 
+@pytest.fixture
+def own_index(settings, tmp_path):
+    """An embedded vector index of this test's own: ids restart after each test's rollback or flush,
+    so points left in a shared index would read as this test's memories."""
+    from memory.vector_index import get_vector_index, reset_vector_index
+
+    settings.VECTOR_INDEX_PATH = str(tmp_path / "qdrant")
+    settings.QDRANT_URL = ""
+    reset_vector_index()
+    yield get_vector_index()
+    reset_vector_index()
+
+
 @pytest.fixture(scope="session")
 def celery_worker_session():
     from celery.contrib.testing.worker import start_worker

@@ -57,21 +57,26 @@ def memory_history(*, memory: Memory) -> QuerySet[MemoryVersion]:
     return MemoryVersion.objects.filter(memory=memory).prefetch_related("sources").order_by("n")
 
 
+def queue_depths() -> dict[str, int]:
+    """Tasks waiting per broker queue: the default queue (extraction, forgetting, maintenance) and, on
+    a single node with the embedded shard, the vector queue the web process consumes. Empty when
+    Celery runs eagerly or the broker is not Redis; raises when the broker cannot be read."""
+    from django.conf import settings
+
+    if settings.CELERY_TASK_ALWAYS_EAGER or not settings.CELERY_BROKER_URL.startswith("redis"):
+        return {}
+    import redis
+
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=0.5, socket_connect_timeout=0.5)
+    names = {settings.CELERY_TASK_DEFAULT_QUEUE, settings.CELERY_VECTOR_QUEUE} - {""}
+    return {name: int(client.llen(name)) for name in sorted(names)}
+
+
 def projection_lag() -> dict:
     lagging = Memory.objects.filter(projected_version__lt=F("version")).count()
-    queue_depth, queues = None, {}
     try:
-        from django.conf import settings
-
-        if not settings.CELERY_TASK_ALWAYS_EAGER and settings.CELERY_BROKER_URL.startswith("redis"):
-            import redis
-
-            client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=0.5, socket_connect_timeout=0.5)
-            # The default queue (extraction, forgetting, maintenance) and, on a single node with the
-            # embedded shard, the vector queue (projections) consumed by the web process.
-            names = {settings.CELERY_TASK_DEFAULT_QUEUE, settings.CELERY_VECTOR_QUEUE} - {""}
-            queues = {name: int(client.llen(name)) for name in sorted(names)}
-            queue_depth = sum(queues.values())
+        queues = queue_depths()
+        queue_depth = sum(queues.values()) if queues else None
     except Exception:
         queue_depth, queues = None, {}
     return {"lagging_memories": lagging, "queue_depth": queue_depth, "queues": queues}

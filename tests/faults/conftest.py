@@ -320,18 +320,6 @@ def tcp_proxy():
 
 # --------------------------------------------------------------------------------------- service state
 
-@pytest.fixture
-def own_index(settings, tmp_path):
-    """An embedded vector index of this test's own (ids restart after each test's rollback/flush)."""
-    from memory.vector_index import get_vector_index, reset_vector_index
-
-    settings.VECTOR_INDEX_PATH = str(tmp_path / "qdrant")
-    settings.QDRANT_URL = ""
-    reset_vector_index()
-    yield get_vector_index()
-    reset_vector_index()
-
-
 def redis_cache_settings(location: str) -> dict:
     """The service profile's django-redis cache (config/settings.py), pointed at `location`."""
     from django.conf import settings

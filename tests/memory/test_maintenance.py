@@ -21,7 +21,7 @@ from memory.maintenance import (
 from memory.models import ForgetRequest, Memory, MemoryEmbedding, VectorCollection
 from memory.selectors import RecallQuery, recall
 from memory.services.memories import MemoryInput, memory_invalidate, memory_update, memory_write
-from memory.vector_index import VectorPoint, get_vector_index, reset_vector_index
+from memory.vector_index import VectorPoint
 from memory.vectors import active_collection, active_embedder, to_bytes
 
 pytestmark = pytest.mark.django_db
@@ -38,13 +38,8 @@ FACTS = [
 
 
 @pytest.fixture
-def index(settings, tmp_path):
-    """A vector index of this test's own (ids restart after each rollback)."""
-    settings.VECTOR_INDEX_PATH = str(tmp_path / "qdrant")
-    settings.QDRANT_URL = ""
-    reset_vector_index()
-    yield get_vector_index()
-    reset_vector_index()
+def index(own_index):
+    return own_index
 
 
 @pytest.fixture

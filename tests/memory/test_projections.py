@@ -16,14 +16,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def index(settings, tmp_path):
-    """A vector index of this test's own: ids restart after each test's rollback, so points left in a
-    shared index would read as this test's memories."""
-    settings.VECTOR_INDEX_PATH = str(tmp_path / "qdrant")
-    settings.QDRANT_URL = ""
-    reset_vector_index()
-    yield get_vector_index()
-    reset_vector_index()
+def index(own_index):
+    return own_index
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from django.db.models import F
 
 from conversations.models import Message
 from memory.models import Memory
-from memory.vector_index import get_vector_index, reset_vector_index
+from memory.vector_index import get_vector_index
 from memory.vectors import active_collection
 from tests.conversations.api_helpers import create_conversation
 
@@ -20,13 +20,8 @@ TIMEOUT_SECONDS = 60
 
 
 @pytest.fixture
-def index(settings, tmp_path):
-    # Tables are flushed after a transactional test and ids restart, so each test gets its own shard.
-    settings.VECTOR_INDEX_PATH = str(tmp_path / "qdrant")
-    settings.QDRANT_URL = ""
-    reset_vector_index()
-    yield get_vector_index()
-    reset_vector_index()
+def index(own_index):
+    return own_index
 
 
 @pytest.fixture
