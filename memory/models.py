@@ -238,3 +238,30 @@ class VectorCollection(models.Model):
             row.state = "live"
         cls.forget_cached_live()
         return cls.live(fresh=True)
+
+
+class MemoryConflict(models.Model):
+    """Two active standing memories of one user that may say different things about one subject.
+    Written by the write path when subject matching is uncertain (both kept, the newer ranks first);
+    an operator resolves it: supersede the older, or keep both. Holds ids and scores, never text."""
+
+    STATUSES = [(s, s) for s in ("open", "superseded", "kept_both", "closed")]
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
+    user_id = models.CharField(max_length=128)
+    older = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="conflicts_as_older")
+    newer = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="conflicts_as_newer")
+    score = models.FloatField(default=0.0)  # subject similarity that put the pair in the uncertain band
+    signals = models.JSONField(default=dict, blank=True)  # the score parts, for explain and the console
+    status = models.CharField(max_length=12, choices=STATUSES, default="open")
+    created_at = models.DateTimeField(auto_now_add=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["older", "newer"], name="memory_conflict_unique_pair")]
+        indexes = [models.Index(fields=["org", "status"]), models.Index(fields=["org", "user_id", "status"])]
+
+    def __str__(self) -> str:
+        return f"conflict {self.id} ({self.older_id} vs {self.newer_id}, {self.status})"

@@ -3,7 +3,7 @@ from datetime import datetime
 from django.db.models import Exists, F, OuterRef, QuerySet
 from django.http import Http404
 
-from memory.models import Memory, MemoryVersion
+from memory.models import Memory, MemoryConflict, MemoryVersion
 from tenancy.models import Org
 
 
@@ -80,3 +80,13 @@ def projection_lag() -> dict:
     except Exception:
         queue_depth, queues = None, {}
     return {"lagging_memories": lagging, "queue_depth": queue_depth, "queues": queues}
+
+
+def conflict_list(*, org: Org, user_id: str | None = None, status: str = "open") -> QuerySet[MemoryConflict]:
+    """Open conflicts are those whose two memories are both still active."""
+    qs = MemoryConflict.objects.filter(org=org, status=status).select_related("older", "newer")
+    if user_id is not None:
+        qs = qs.filter(user_id=user_id)
+    if status == "open":
+        qs = qs.filter(older__status="active", newer__status="active")
+    return qs
