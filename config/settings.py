@@ -88,11 +88,19 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.mysql":
     DATABASES["default"]["TEST"] = {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_unicode_ci"}
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # WAL lets the console read while a write is in flight; the busy timeout absorbs short lock waits.
+    # WAL lets the console read while a write is in flight. A transaction takes the write lock at
+    # BEGIN (IMMEDIATE): a DEFERRED one that read first and then writes cannot wait for the lock (SQLite
+    # answers "database is locked" at once, the busy timeout does not apply), so concurrent appends
+    # failed. Waits for the lock are absorbed by the busy timeout; tenancy/db.py retries beyond it.
     DATABASES["default"].setdefault("OPTIONS", {})
-    DATABASES["default"]["OPTIONS"].update({"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"})
+    DATABASES["default"]["OPTIONS"].update({
+        "timeout": env.float("DATABASE_BUSY_TIMEOUT", default=20.0), "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"})
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# Lock contention (SQLite "database is locked", MariaDB deadlock 1213 / lock wait timeout 1205) is not an
+# outage: an outermost write transaction is run again this many times (tenancy/db.py), then 429 database_busy.
+DATABASE_CONTENTION_RETRIES = env.int("DATABASE_CONTENTION_RETRIES", default=3)
 
 # --------------------------------------------------------------------------- cache
 REDIS_URL = env.str("REDIS_URL", default="")

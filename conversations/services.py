@@ -9,6 +9,7 @@ from django.utils import timezone
 from conversations.models import Conversation, ConversationAccess, EntityMention, HistorySummary, Message, TaskState
 from conversations.signals import messages_appended
 from conversations.window_cache import window_cache_append, window_cache_drop
+from tenancy.db import retry_on_contention
 from tenancy.models import Org
 from tenancy.services import audit_record
 
@@ -19,6 +20,7 @@ class Conflict(Exception):
     """A write lost an optimistic-concurrency race or hit a uniqueness rule."""
 
 
+@retry_on_contention
 def conversation_create(*, org: Org, owner_user: str, external_id: str | None = None, title: str = "") -> tuple[Conversation, bool]:
     """Create a conversation; with an external_id the call is idempotent for its owner."""
     if external_id:
@@ -38,6 +40,7 @@ def conversation_create(*, org: Org, owner_user: str, external_id: str | None = 
     return conversation, True
 
 
+@retry_on_contention
 @transaction.atomic
 def conversation_access_set(*, conversation: Conversation, user_id: str, granted: bool, actor: str) -> ConversationAccess:
     state = ConversationAccess.GRANTED if granted else ConversationAccess.REVOKED
@@ -60,6 +63,7 @@ def _message_tokens(message: dict[str, Any]) -> int:
     return count_message_tokens(payload)
 
 
+@retry_on_contention
 def messages_append(*, conversation: Conversation, user_id: str, messages: list[dict[str, Any]]) -> list[Message]:
     """Append validated messages atomically: all of them or none.
 
@@ -86,8 +90,12 @@ def messages_append(*, conversation: Conversation, user_id: str, messages: list[
         _record_mentions(locked, created)
         message_ids = [m.id for m in created]
         org_id = locked.org_id
-        transaction.on_commit(lambda: window_cache_append(locked.id, locked.window_version, created))
-        transaction.on_commit(lambda: messages_appended.send(sender=Message, org_id=org_id, message_ids=message_ids))
+        # Robust: the messages are committed, so nothing after COMMIT may turn the 201 into an error. A
+        # failed cache push is caught by the window check; a failed enqueue (or an eager extraction that
+        # failed) leaves extracted_at NULL, the pending marker the extraction sweep picks up.
+        transaction.on_commit(lambda: window_cache_append(locked.id, locked.window_version, created), robust=True)
+        transaction.on_commit(lambda: messages_appended.send(sender=Message, org_id=org_id, message_ids=message_ids),
+                              robust=True)
     logger.info("appended messages conversation=%s count=%s", conversation.id, len(created))
     return created
 
@@ -112,6 +120,7 @@ def _record_mentions(conversation: Conversation, messages: list[Message]) -> Non
     EntityMention.objects.bulk_create(mentions, ignore_conflicts=True)
 
 
+@retry_on_contention
 @transaction.atomic
 def task_state_put(*, conversation: Conversation, key: str, kind: str, state: str, data: dict, user_id: str,
                    expected_version: int | None = None) -> tuple[TaskState, bool]:
@@ -152,7 +161,7 @@ def messages_redact(*, message_ids: list[int]) -> int:
         HistorySummary.objects.filter(conversation__messages__id__in=message_ids).delete()
         Conversation.objects.filter(id__in=[c for c, _ in conversations]).update(window_version=F("window_version") + 1)
         for conversation_id, version in conversations:
-            transaction.on_commit(lambda c=conversation_id, v=version: window_cache_drop(c, v))
+            transaction.on_commit(lambda c=conversation_id, v=version: window_cache_drop(c, v), robust=True)
     return updated
 
 

@@ -4,12 +4,14 @@ from django.db import transaction
 
 from entities.models import Entity, EntityAccess
 from entities.selectors import registry_changed
+from tenancy.db import retry_on_contention
 from tenancy.models import Org
 from tenancy.services import audit_record
 
 logger = logging.getLogger(__name__)
 
 
+@retry_on_contention
 def entity_upsert(*, org: Org, type: str, external_id: str, name: str, aliases: list[str] | None = None,
                   attributes: dict | None = None, grants: list[str] | None = None, actor: str = "api") -> tuple[Entity, bool]:
     """Create or update by (org, type, external_id). `grants` (when given) makes the entity readable by
@@ -31,10 +33,11 @@ def entity_upsert(*, org: Org, type: str, external_id: str, name: str, aliases: 
             EntityAccess.objects.filter(entity=entity, effect=EntityAccess.ALLOW).exclude(user_id__in=grants).delete()
             for user_id in grants:
                 EntityAccess.objects.update_or_create(entity=entity, user_id=user_id, defaults={"effect": EntityAccess.ALLOW})
-        transaction.on_commit(lambda: registry_changed(org.id))
+        transaction.on_commit(lambda: registry_changed(org.id), robust=True)
     return entity, created
 
 
+@retry_on_contention
 @transaction.atomic
 def entities_bulk_upsert(*, org: Org, items: list[dict], actor: str = "api") -> list[tuple[Entity, bool]]:
     out = [entity_upsert(org=org, actor=actor, **item) for item in items]
@@ -43,16 +46,18 @@ def entities_bulk_upsert(*, org: Org, items: list[dict], actor: str = "api") -> 
     return out
 
 
+@retry_on_contention
 def entity_deactivate(*, entity: Entity, actor: str) -> Entity:
     if entity.active:
         entity.active = False
         entity.save(update_fields=["active", "updated_at"])
-        transaction.on_commit(lambda: registry_changed(entity.org_id))
+        transaction.on_commit(lambda: registry_changed(entity.org_id), robust=True)
         audit_record(org=entity.org, actor=actor, actor_kind="api", action="entity.deactivate", target_type="entity",
                      target_id=str(entity.id))
     return entity
 
 
+@retry_on_contention
 @transaction.atomic
 def entity_access_set(*, entity: Entity, user_id: str, granted: bool, actor: str) -> None:
     """Grant or revoke one user's access; takes effect at the next read (access is checked at use time)."""

@@ -6,14 +6,18 @@ at most every ACCESS_STATS_FLUSH_SECONDS (0 = at once). Counts are statistics: l
 of them in a crash is acceptable; losing read latency is not.
 """
 import atexit
+import logging
 import threading
 import time
 from collections import Counter
 from datetime import datetime
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.db.models import F
 from django.utils import timezone
+
+logger = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _pending: Counter = Counter()
@@ -58,8 +62,18 @@ def flush() -> int:
     for memory_id, count in pending.items():
         by_count.setdefault(count, []).append(memory_id)
     at = max(last.values(), default=timezone.now())
-    for count, ids in by_count.items():  # atomic increments: no read-modify-write race
-        Memory.objects.filter(id__in=ids).update(access_count=F("access_count") + count, last_accessed_at=at)
+    try:
+        for count, ids in by_count.items():  # atomic increments: no read-modify-write race
+            Memory.objects.filter(id__in=ids).update(access_count=F("access_count") + count, last_accessed_at=at)
+    except DatabaseError as exc:
+        # Statistics must never fail the read that recorded them (a flush runs inside a recall): keep
+        # the counts for the next flush. A count applied just before the failure may be applied twice.
+        logger.warning("access stats flush failed (%s); kept for the next flush", type(exc).__name__)
+        with _lock:
+            _pending.update(pending)
+            for memory_id, when in last.items():
+                _last[memory_id] = max(when, _last.get(memory_id, when))
+        return 0
     return len(pending)
 
 

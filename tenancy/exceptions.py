@@ -4,6 +4,8 @@ from django.db import DatabaseError, InterfaceError, OperationalError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
+from tenancy.db import DatabaseBusy, is_contention
+
 logger = logging.getLogger(__name__)
 
 
@@ -11,6 +13,12 @@ def api_exception_handler(exc, context):
     response = exception_handler(exc, context)
     if response is not None:
         return response
+    if isinstance(exc, DatabaseBusy) or is_contention(exc):
+        # Lock contention that outlasted the busy timeout and the retries: the database is up and
+        # nothing was committed (the transaction rolled back), so the client may simply retry.
+        logger.warning("database busy: %s", type(exc).__name__)
+        return Response({"detail": "The memory database is busy with other writes; nothing was stored, retry.",
+                         "code": "database_busy"}, status=429, headers={"Retry-After": "1"})
     if isinstance(exc, (OperationalError, InterfaceError)):
         # The system of record is unreachable: say so plainly; never fall back to unchecked projections.
         logger.warning("database unavailable: %s", type(exc).__name__)

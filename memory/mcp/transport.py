@@ -20,6 +20,7 @@ from rest_framework.request import Request
 
 from memory.mcp.server import SUPPORTED_VERSIONS, handle_request
 from tenancy.authentication import ApiKeyAuthentication, ApiPrincipal
+from tenancy.db import DatabaseBusy, is_contention
 from tenancy.parsers import loads_checked
 from tenancy.throttling import ApiKeyRateThrottle
 
@@ -126,7 +127,11 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
             return _rpc_error(429, RATE_LIMITED, "Rate limit exceeded for this API key.",
                               headers={"Retry-After": str(int(wait or 1) + 1)})
         return _answer(request, drf_request.user)
-    except (OperationalError, InterfaceError) as exc:
+    except (OperationalError, InterfaceError, DatabaseBusy) as exc:
+        if isinstance(exc, DatabaseBusy) or is_contention(exc):
+            logger.warning("mcp: database busy: %s", type(exc).__name__)
+            return _rpc_error(429, UNAVAILABLE, "The memory database is busy with other writes; nothing was "
+                              "stored, retry.", headers={"Retry-After": "1"})
         # As the REST API: the system of record is unreachable, say so; never serve unchecked projections.
         logger.warning("mcp: database unavailable: %s", type(exc).__name__)
         return _rpc_error(503, UNAVAILABLE, "The memory database is unavailable; retry later.",

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from memory.models import Memory, MemoryConflict
 from memory.services.memories import _enqueue_sync
+from tenancy.db import retry_on_contention
 from tenancy.models import Org
 from tenancy.services import audit_record
 
@@ -31,6 +32,7 @@ def conflict_record(*, older: Memory, newer: Memory, score: float, signals: dict
     return conflict
 
 
+@retry_on_contention
 def conflict_resolve(*, org: Org, conflict_id: int, action: str, operator: str,
                      actor_kind: str = "operator") -> MemoryConflict:
     """`supersede`: the older memory is superseded by the newer (chain and history kept);

@@ -16,6 +16,7 @@ from memory.cache import memory_cache, user_generation_bump
 from memory.models import ForgetRequest, ForgetRule, Memory, MemoryEmbedding, MemorySource, MemoryVersion
 from memory.selectors.recall_pipeline import RecallQuery, recall
 from memory.textnorm import content_hash
+from tenancy.db import retry_on_contention
 from tenancy.models import Org
 from tenancy.services import audit_record
 
@@ -41,6 +42,7 @@ def forget_preview(*, org: Org, user_id: str, query: str, k: int = 20) -> list[t
     return sorted(matched.values(), key=lambda pair: -pair[1])
 
 
+@retry_on_contention
 def forget_request_create(*, org: Org, subject_user: str, requested_by: str, target: str, memory_ids: list[int] | None = None,
                           query: str = "", include_messages: bool = False, via: str = "api") -> ForgetRequest:
     owned = list(Memory.objects.filter(org=org, user_id=subject_user, id__in=memory_ids or []).values_list("id", flat=True))
@@ -56,6 +58,7 @@ def forget_request_create(*, org: Org, subject_user: str, requested_by: str, tar
     return request
 
 
+@retry_on_contention
 def forget_request_decide(*, request: ForgetRequest, approve: bool, operator: str) -> ForgetRequest:
     if request.status != "pending":
         return request
@@ -71,7 +74,7 @@ def forget_request_decide(*, request: ForgetRequest, approve: bool, operator: st
         from memory.enqueue import enqueue
         from memory.tasks import forget_request_execute as forget_request_execute_task
 
-        transaction.on_commit(lambda: enqueue(forget_request_execute_task, request.id))
+        transaction.on_commit(lambda: enqueue(forget_request_execute_task, request.id), robust=True)
     return request
 
 
@@ -112,7 +115,7 @@ def _drop_projections(org_id: int, user_id: str, memory_id: int, version: int) -
     from memory.enqueue import enqueue
     from memory.tasks import memory_points_delete as memory_points_delete_task
 
-    transaction.on_commit(lambda: enqueue(memory_points_delete_task, [memory_id]))
+    transaction.on_commit(lambda: enqueue(memory_points_delete_task, [memory_id]), robust=True)
     memory_cache.delete(org_id, user_id, [memory_id])
     user_generation_bump(org_id, user_id)
 
@@ -165,7 +168,7 @@ def org_purge(*, org: Org, actor: str) -> dict:
     # lost task leaves.
     for start in range(0, len(ids), PURGE_CHUNK):
         chunk = ids[start:start + PURGE_CHUNK]
-        transaction.on_commit(lambda chunk=chunk: enqueue(memory_points_delete_task, chunk))
+        transaction.on_commit(lambda chunk=chunk: enqueue(memory_points_delete_task, chunk), robust=True)
     for user_id in users:
         memory_cache.drop_user(org.id, user_id)
     counts = {"memories": len(ids), "conversations": Conversation.objects.filter(org=org).count()}

@@ -20,6 +20,7 @@ from memory.textnorm import content_hash
 from memory.thresholds import thresholds_for
 from conversations.textutil import cjk_ratio
 from memory.vectors import active_embedder, from_bytes, similarity, to_bytes
+from tenancy.db import retry_on_contention
 from tenancy.models import Org
 from tenancy.services import audit_record
 
@@ -77,7 +78,7 @@ def _enqueue_sync(memory_ids_versions: list[tuple[int, int]], org_id: int, user_
         for memory_id, version in memory_ids_versions:
             enqueue(memory_sync_task, memory_id, version)
 
-    transaction.on_commit(fire)
+    transaction.on_commit(fire, robust=True)
 
 
 def _lock_user(org: Org, user_id: str) -> None:
@@ -192,6 +193,7 @@ def _supersede_targets(inp: MemoryInput, similar: list[tuple[Memory, float]], su
     return list(targets.values())
 
 
+@retry_on_contention
 def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | None = None) -> WriteOutcome:
     """The write path for one candidate (extracted or explicit). `vector`: the content's embedding
     under the live model when the caller already encoded it in a batch."""
@@ -263,6 +265,7 @@ def _create_row(inp: MemoryInput, digest: str, reason: str) -> Memory:
     return memory
 
 
+@retry_on_contention
 def memory_restated(inp: MemoryInput) -> Memory | None:
     """The extractor saw a restatement of a stored memory (NOOP): write nothing, but keep where it
     was said again, so provenance and frequency follow the user's words."""
@@ -281,6 +284,7 @@ def memory_create(inp: MemoryInput) -> WriteOutcome:
     return memory_write(inp, dedup=True)
 
 
+@retry_on_contention
 def memory_update(*, memory_id: int, content: str, actor: str, created_by: str = "api", reason: str = "UPDATE",
                   sources: list[SourceRef] | None = None, importance: float | None = None,
                   valid_from: datetime | None = None, valid_to: datetime | None = None) -> Memory:
@@ -313,6 +317,7 @@ def memory_update(*, memory_id: int, content: str, actor: str, created_by: str =
     return memory
 
 
+@retry_on_contention
 def memory_invalidate(*, memory_id: int, reason: str, actor: str, actor_kind: str = "api",
                       status: str = "invalidated") -> Memory:
     with transaction.atomic():
