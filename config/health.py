@@ -68,11 +68,44 @@ def _projection_lag():
     return projection_lag()
 
 
+def _warmup() -> dict:
+    from memory.warmup import warmup_status
+
+    state = warmup_status()
+    if state["status"] in ("loading", "failed"):
+        raise RuntimeError(f"warm-up {state['status']}")
+    return {"state": state["status"], **({"seconds": state["seconds"]} if "seconds" in state else {})}
+
+
+def _extraction():
+    from memory.selectors import extraction_pending
+
+    return extraction_pending()
+
+
+def _maintenance():
+    from memory.selectors import maintenance_status
+
+    return maintenance_status()
+
+
 def readyz(request):
-    checks = {"database": _check(_database), "cache": _check(_cache), "vector_index": _check(_vectors),
-              "broker": _check(_broker), "vector_consumer": _check(_vector_consumer)}
+    warmup = _check(_warmup)
+    if warmup["status"] != "ok":
+        # Models and the vector index are still loading (or failed to): not ready, and don't touch
+        # the index from here meanwhile (opening it is part of what is loading).
+        from memory.warmup import warmup_status
+
+        state = warmup_status()
+        warmup.update(state=state["status"], **{k: v for k, v in state.items() if k != "status"})
+        return JsonResponse({"status": "starting" if state["status"] == "loading" else "unavailable",
+                             "checks": {"warmup": warmup}}, status=503)
+    checks = {"warmup": warmup, "database": _check(_database), "cache": _check(_cache),
+              "vector_index": _check(_vectors), "broker": _check(_broker), "vector_consumer": _check(_vector_consumer)}
     if checks["database"]["status"] == "ok":
         checks["projection_lag"] = _check(_projection_lag)
+        checks["extraction"] = _check(_extraction)
+    checks["maintenance"] = _check(_maintenance)
     # The database is the only hard dependency: without it we answer 503; the rest degrade.
     ready = checks["database"]["status"] == "ok"
     return JsonResponse({"status": "ready" if ready else "unavailable", "checks": checks}, status=200 if ready else 503)

@@ -178,6 +178,16 @@ SEMANTIC_DEDUP_WINDOW = env.int("SEMANTIC_DEDUP_WINDOW", default=500)
 # Per-model similarity thresholds override, JSON: {"use-multilingual-v3": {"duplicate": 0.8, ...}}.
 MEMORY_THRESHOLDS = env.json("MEMORY_THRESHOLDS", default={})
 TASK_MEMORY_TTL_HOURS = env.int("TASK_MEMORY_TTL_HOURS", default=24)
+# Pending extraction (Message.extracted_at NULL, set in the message's own transaction) older than this is
+# queued again (extracted in place with eager tasks) by the sweep; 600 s while the default queue has a backlog.
+EXTRACTION_RESUME_AFTER_SECONDS = env.int("EXTRACTION_RESUME_AFTER_SECONDS", default=30)
+# In-process maintenance scheduler (memory/scheduler.py), started by config/wsgi.py in one web process:
+# "all" runs every maintenance job (the embedded default: nothing else runs them), "sweep" only the
+# extraction sweep (with a broker: beat runs the rest, and recovery must not depend on beat), "off".
+MAINTENANCE_SCHEDULER = env.str("MAINTENANCE_SCHEDULER", default="all" if CELERY_TASK_ALWAYS_EAGER else "sweep")
+EXTRACTION_SWEEP_SECONDS = env.float("EXTRACTION_SWEEP_SECONDS", default=5.0)
+# With the scheduler on "all": re-embed into EMBEDDING_MODEL when it is not the live collection's model.
+MAINTENANCE_REEMBED = env.bool("MAINTENANCE_REEMBED", default=True)
 DEFAULT_MEMORY_CAPACITY = env.int("DEFAULT_MEMORY_CAPACITY", default=5000)
 
 LLM_BASE_URL = env.str("LLM_BASE_URL", default="")

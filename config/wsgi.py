@@ -5,10 +5,13 @@ from django.core.wsgi import get_wsgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 application = get_wsgi_application()
 
+# Models and the vector index load on a background thread: the port answers at once (/healthz 200,
+# /readyz 503 "warmup: loading" until they are loaded), instead of accepting connections and
+# answering nothing for the ~15 s the loading takes.
 if os.environ.get("MEMORY_WARMUP", "1") != "0":
-    from memory.warmup import warm_up
+    from memory.warmup import start_warm_up
 
-    warm_up()
+    start_warm_up()
 
 # Single node with the embedded shard and a real broker: this process owns the shard, so it also
 # consumes the vector queue (config/vector_consumer.py). Off with eager Celery (`make run`) and with a
@@ -16,3 +19,9 @@ if os.environ.get("MEMORY_WARMUP", "1") != "0":
 from config.vector_consumer import start_if_enabled  # noqa: E402
 
 start_if_enabled()
+
+# Maintenance in this process (memory/scheduler.py): every job on the embedded default, the
+# extraction sweep with a broker. One process per node (a file lock) runs it.
+from memory.scheduler import start_scheduler  # noqa: E402
+
+start_scheduler()

@@ -68,6 +68,9 @@ class Message(models.Model):
         indexes = [
             models.Index(fields=["org", "external_ref"]),
             models.Index(fields=["org", "user_id", "occurred_at"]),
+            # Pending extraction (extracted_at NULL) and the age of the oldest: the sweep and /readyz
+            # read them every few seconds, so they must not scan every message.
+            models.Index(fields=["extracted_at", "created_at"], name="message_pending_extraction"),
         ]
 
     def __str__(self) -> str:

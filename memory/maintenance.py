@@ -43,6 +43,7 @@ __all__ = [
     "projections_rebuild",
     "projections_reconcile",
     "reembed",
+    "resume_age_seconds",
     "single_flight",
 ]
 
@@ -59,9 +60,10 @@ CLOCK_SKEW = timedelta(seconds=5)
 MAX_CATCH_UP_PASSES = 5
 SWITCH_SETTLE_SECONDS = 1.0
 RESUME_CHUNK = 50
-# A message or approved forget request untouched this long lost its task. Not much less: under a
-# queue backlog, younger ones are usually still waiting in the queue, and re-queueing them only
-# lengthens it (the broker also redelivers unacknowledged tasks after its visibility timeout).
+# While the default queue holds a backlog, a message this old lost its task: younger ones are usually
+# still waiting in the queue, and re-queueing them only lengthens it (the broker also redelivers
+# unacknowledged tasks after its visibility timeout). With an empty queue (or eager tasks) nothing
+# can be waiting, so EXTRACTION_RESUME_AFTER_SECONDS applies (docs/reliability.md, Pending extraction).
 RESUME_AFTER_SECONDS = 600
 
 
@@ -520,24 +522,53 @@ def reembed(*, model: str, progress: Progress | None = None, batch: int = 256, o
 # =============================================================================================
 
 
-def extraction_resume(*, older_than_seconds: int = RESUME_AFTER_SECONDS) -> int:
+def resume_age_seconds() -> int:
+    """How old pending work must be before it is queued again (see RESUME_AFTER_SECONDS)."""
+    from django.conf import settings
+
+    from config.celery import app
+    from memory.selectors import queue_depths
+
+    short = settings.EXTRACTION_RESUME_AFTER_SECONDS
+    if app.conf.task_always_eager:
+        return short
+    try:
+        backlog = queue_depths().get(settings.CELERY_TASK_DEFAULT_QUEUE, 0)
+    except Exception:  # broker unreachable: nothing can be queued anyway; the enqueue reports it
+        backlog = 0
+    return max(short, RESUME_AFTER_SECONDS) if backlog else short
+
+
+def extraction_resume(*, older_than_seconds: int | None = None, skip: set[int] | None = None) -> int:
     """Queue again what a lost task left undone: extraction of messages never extracted, and forget
-    requests approved but never executed. Both tasks are idempotent, so a duplicate is harmless."""
+    requests approved but never executed. Both tasks are idempotent, so a duplicate is harmless.
+
+    Default age: ``resume_age_seconds()``. ``skip``: message ids the caller queued moments ago. With
+    eager tasks the extraction runs here: a chunk that fails is logged and left pending, and the
+    next chunks still run (one bad message must not stall everyone's recovery)."""
     from memory.enqueue import enqueue
     from memory.services.extraction import pending_extraction
     from memory.tasks import forget_request_execute, messages_extract
 
+    if older_than_seconds is None:
+        older_than_seconds = resume_age_seconds()
     messages = requests = 0
-    message_ids = pending_extraction(older_than_seconds=older_than_seconds)
+    message_ids = [i for i in pending_extraction(older_than_seconds=older_than_seconds) if i not in (skip or ())]
     for start in range(0, len(message_ids), RESUME_CHUNK):
         chunk = message_ids[start : start + RESUME_CHUNK]
-        messages += len(chunk) if enqueue(messages_extract, chunk) else 0
+        try:
+            messages += len(chunk) if enqueue(messages_extract, chunk) else 0
+        except Exception:
+            logger.exception("extraction resume: chunk of %d failed, left pending (first id %s)", len(chunk), chunk[0])
     cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
     approved = (ForgetRequest.objects.filter(status="approved")
                 .filter(Q(decided_at__lt=cutoff) | Q(decided_at__isnull=True))
                 .order_by("id").values_list("id", flat=True)[:1000])
     for request_id in approved:
-        requests += enqueue(forget_request_execute, request_id)
+        try:
+            requests += enqueue(forget_request_execute, request_id)
+        except Exception:
+            logger.exception("extraction resume: forget request %s failed, left approved", request_id)
     if messages or requests:
         logger.info("extraction resume: queued messages=%d forget_requests=%d", messages, requests)
     return messages + requests

@@ -87,10 +87,13 @@ def projections_reconcile_task(collection: str | None = None, fix: bool = True) 
     # No retry: beat runs this again in 5 minutes, and a run that overlaps another is skipped.
     from memory import maintenance
 
+    from memory.maintenance_runs import maintenance_run
+
     with maintenance.single_flight("projections_reconcile", timeout=RECONCILE_LOCK_SECONDS) as acquired:
         if not acquired:
             return {"skipped": "already running"}
-        return maintenance.projections_reconcile(collection=collection, fix=fix, grace_seconds=RECONCILE_GRACE_SECONDS)
+        return maintenance_run("projections_reconcile", lambda: maintenance.projections_reconcile(
+            collection=collection, fix=fix, grace_seconds=RECONCILE_GRACE_SECONDS), where="worker")
 
 
 # Operator runs (`rebuild_projections --enqueue`, `reembed --enqueue`), executed where the embedded shard
@@ -118,19 +121,22 @@ def reembed_task(model: str, batch: int = 256, optimize: bool = False) -> dict:
 @shared_task(ignore_result=True)
 def extraction_resume_task() -> int:
     from memory import maintenance
+    from memory.maintenance_runs import maintenance_run
 
-    return maintenance.extraction_resume()
+    return maintenance_run("extraction_resume", maintenance.extraction_resume, where="worker")
 
 
 @shared_task(ignore_result=True)
 def memories_expire_task() -> int:
+    from memory.maintenance_runs import maintenance_run
     from memory.services.lifecycle import memories_expire
 
-    return memories_expire()
+    return maintenance_run("memories_expire", memories_expire, where="worker")
 
 
 @shared_task(ignore_result=True)
 def memories_evict_task() -> int:
+    from memory.maintenance_runs import maintenance_run
     from memory.services.lifecycle import memories_evict
 
-    return memories_evict()
+    return maintenance_run("memories_evict", memories_evict, where="worker")
