@@ -14,9 +14,7 @@ MESSAGES = 6
 
 
 @pytest.fixture
-def served(tmp_path, request):
-    if SERVICE_PROFILE:
-        request.getfixturevalue("transactional_db")
+def served(tmp_path):
     node = Served(tmp_path)
     try:
         node.prepare()
@@ -27,6 +25,7 @@ def served(tmp_path, request):
         node.close()
 
 
+@pytest.mark.django_db(transaction=True)  # the service profile's processes use the test database
 def test_healthz_answers_at_once_and_readyz_waits_for_the_models(served):
     """The port answers while the models load: /healthz 200, /readyz 503 `warmup: loading`."""
     seen = []
@@ -48,6 +47,7 @@ def test_healthz_answers_at_once_and_readyz_waits_for_the_models(served):
     assert seen[-1] == (200, 200, "ready")
 
 
+@pytest.mark.django_db(transaction=True)  # the service profile's processes use the test database
 def test_concurrent_clients_get_201_iff_committed_and_every_message_is_extracted_once(served):
     served.wait_ready()
     prefix = uuid.uuid4().hex[:8]
