@@ -75,7 +75,18 @@ def parse_args(argv=None):
     p.add_argument("--embedding-model", help="EMBEDDING_MODEL for the started processes (default: the setting's default)")
     p.add_argument("--drain-timeout", type=float, default=600.0, help="give up waiting for the drain after this (s)")
     p.add_argument("--sample-interval", type=float, default=2.0, help="seconds between lag/RSS samples (default 2)")
-    return p.parse_args(argv)
+    p.add_argument("--embedded", action="store_true",
+                   help="the embedded default as `make run` starts it (SQLite, gunicorn -w 1 --threads 8), at "
+                        "--levels client counts for --seconds each (bench/load_embedded.py)")
+    p.add_argument("--levels", default="2,8,32", help="--embedded: client counts, one run each (default 2,8,32)")
+    p.add_argument("--onnx-dir", default=str(common.REPO_ROOT / "var" / "onnx"),
+                   help="--embedded: EMBEDDING_ONNX_DIR (default var/onnx, the export `make run` made)")
+    args = p.parse_args(argv)
+    if args.embedded and "--seconds" not in (argv if argv is not None else sys.argv):
+        args.seconds = 20.0
+    if args.embedded and "--drain-timeout" not in (argv if argv is not None else sys.argv):
+        args.drain_timeout = 120.0
+    return args
 
 
 def parse_mix(text: str) -> dict[str, float]:
@@ -451,6 +462,10 @@ def facts(args, env: dict[str, str], redis_db: int, database: str) -> dict:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.embedded:
+        from bench.load_embedded import run
+
+        return run(args)
     mix = parse_mix(args.mix)
     t_begin = time.perf_counter()
     log = (lambda m: None) if args.quiet else (
