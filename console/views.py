@@ -144,6 +144,15 @@ def _latency_probe(request, form: LatencyProbeForm) -> dict:
             "chart": bar_chart([(f"run {r['n']}", r["wall"]) for r in runs], width=480, height=120)}
 
 
+def _maintenance_view() -> dict:
+    """Pending extraction and the last run of each maintenance job (memory.selectors)."""
+    from memory.selectors import extraction_pending, maintenance_status
+
+    status = maintenance_status()
+    return {"extraction": extraction_pending(), "scheduler": status["scheduler"],
+            "jobs": [(name, run) for name, run in status["jobs"].items()]}
+
+
 def health_page(request):
     checks = {"database": health._check(health._database), "cache (Redis)": health._check(health._cache),
               "vector index": health._check(health._vectors), "broker": health._check(health._broker)}
@@ -157,7 +166,8 @@ def health_page(request):
         _require(request, "memory.view_memory")
         if probe_form.is_valid():
             probe = _latency_probe(request, probe_form)
-    return _render(request, "console/health.html", "Health", checks=checks, lag=lag, page=page,
+    maintenance = _maintenance_view() if checks["database"]["status"] == "ok" else None
+    return _render(request, "console/health.html", "Health", checks=checks, lag=lag, page=page, maintenance=maintenance,
                    counts=org_counts(orgs=list(page.object_list)), statuses=STATUSES, org_filter=org_filter,
                    orgs=Org.objects.order_by("slug"), growth_total=sum(n for _, n in growth),
                    growth=bar_chart([(d.isoformat(), n) for d, n in growth]),
