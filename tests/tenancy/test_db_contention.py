@@ -113,3 +113,49 @@ def test_contention_that_outlasts_the_retries_is_busy_and_anything_else_is_not_r
     with pytest.raises(OperationalError):
         unreachable()
     assert len(calls) == 4
+
+
+@pytest.mark.service_only
+@pytest.mark.django_db(transaction=True)
+def test_a_real_mariadb_deadlock_is_retried_and_both_transactions_commit(settings):
+    """Two transactions lock two rows in opposite order: MariaDB kills one (1213); it runs again."""
+    import threading
+    from collections import Counter
+
+    from django.db import connection, transaction
+    from django.db.models import F, Value
+    from django.db.models.functions import Concat
+
+    from tenancy.models import Org
+    from tenancy.services import org_get_or_create
+
+    settings.DATABASE_CONTENTION_RETRIES = 3
+    a, b = org_get_or_create(slug="deadlock-a", name="a"), org_get_or_create(slug="deadlock-b", name="b")
+    both_hold_one = threading.Barrier(2)
+    attempts, errors = Counter(), []
+
+    @retry_on_contention
+    def touch(first: Org, second: Org, who: str) -> None:
+        with transaction.atomic():
+            attempts[who] += 1
+            Org.objects.select_for_update().get(id=first.id)
+            if attempts[who] == 1:
+                both_hold_one.wait(timeout=10)
+            Org.objects.filter(id=second.id).update(name=Concat(F("name"), Value(who)))
+
+    def run(first, second, who):
+        try:
+            touch(first, second, who)
+        except Exception as exc:  # surfaced below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(a, b, "1")), threading.Thread(target=run, args=(b, a, "2"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors, errors
+    assert sorted(attempts.values()) == [1, 2]  # the deadlock victim ran again
+    assert Org.objects.get(id=a.id).name == "a2" and Org.objects.get(id=b.id).name == "b1"
