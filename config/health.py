@@ -90,22 +90,23 @@ def _maintenance():
 
 
 def readyz(request):
-    warmup = _check(_warmup)
-    if warmup["status"] != "ok":
-        # Models and the vector index are still loading (or failed to): not ready, and don't touch
-        # the index from here meanwhile (opening it is part of what is loading).
-        from memory.warmup import warmup_status
+    from memory.warmup import warmup_status
 
+    warmup = _check(_warmup)
+    warm = warmup["status"] == "ok"
+    if not warm:
         state = warmup_status()
         warmup.update(state=state["status"], **{k: v for k, v in state.items() if k != "status"})
-        return JsonResponse({"status": "starting" if state["status"] == "loading" else "unavailable",
-                             "checks": {"warmup": warmup}}, status=503)
     checks = {"warmup": warmup, "database": _check(_database), "cache": _check(_cache),
-              "vector_index": _check(_vectors), "broker": _check(_broker), "vector_consumer": _check(_vector_consumer)}
+              # Opening the index is part of the warm-up: don't race it from here.
+              "vector_index": _check(_vectors) if warm else {"status": "loading"},
+              "broker": _check(_broker), "vector_consumer": _check(_vector_consumer)}
     if checks["database"]["status"] == "ok":
         checks["projection_lag"] = _check(_projection_lag)
         checks["extraction"] = _check(_extraction)
     checks["maintenance"] = _check(_maintenance)
-    # The database is the only hard dependency: without it we answer 503; the rest degrade.
-    ready = checks["database"]["status"] == "ok"
-    return JsonResponse({"status": "ready" if ready else "unavailable", "checks": checks}, status=200 if ready else 503)
+    # Not ready while the models and the index load (the port answers meanwhile: /healthz is 200).
+    # Once warm, the database is the only hard dependency: without it we answer 503; the rest degrade.
+    ready = warm and checks["database"]["status"] == "ok"
+    status = "ready" if ready else ("starting" if warmup.get("state") == "loading" else "unavailable")
+    return JsonResponse({"status": status, "checks": checks}, status=200 if ready else 503)
