@@ -92,3 +92,32 @@ def test_the_console_health_page_shows_pending_extraction_and_job_runs(admin_cli
     section = page[page.index('id="maintenance"'):page.index('id="counts"')]
     assert "Pending extraction: 0 messages" in section
     assert "memories_expire" in section and "web:test" in section and "not run yet" in section
+
+
+@pytest.mark.django_db(transaction=True)
+def test_changing_embedding_model_schedules_a_reembed_on_the_embedded_default(org, own_var, own_index, settings):
+    from memory.models import VectorCollection
+    from memory.services.memories import MemoryInput, memory_write
+
+    written = memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content="The user's farm is in Qiqihar.")).memory
+    old = VectorCollection.live()
+    assert old is not None and old.model_name == settings.EMBEDDING_MODEL
+    settings.EMBEDDING_MODEL, settings.MAINTENANCE_REEMBED = "minilm", True
+
+    assert scheduler.start_scheduler()
+
+    def switched() -> bool:
+        VectorCollection.forget_cached_live()
+        return VectorCollection.live().id != old.id
+
+    assert wait_until(switched, timeout=120, interval=0.5)
+    live = VectorCollection.live()
+    assert live.model_id == "st:all-MiniLM-L6-v2"
+    assert written.id in {pid for pid, _ in own_index.scroll(collection=live.name, batch=100)}
+    assert wait_until(lambda: (scheduler_runs().get("reembed") or {}).get("ok"), timeout=30)
+
+
+def scheduler_runs() -> dict:
+    from memory.maintenance_runs import maintenance_runs
+
+    return maintenance_runs()
