@@ -1,8 +1,10 @@
 """Enqueue follow-up work without failing the write that caused it.
 
 The write has committed; if the broker (or, when tasks run eagerly, the vector index) is down, the
-row stays with projected_version < version (or the message unextracted) and the reconcile beat job
-drives it again later. Anything else is a bug and propagates.
+row stays with projected_version < version (or the message unextracted, extracted_at NULL) and
+reconcile (or the extraction sweep, memory/scheduler.py) drives it again later. Anything else is a
+bug and propagates - to the caller's robust on_commit hook, which logs it and keeps the write's
+success (conversations/services.py).
 """
 import logging
 

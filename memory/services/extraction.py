@@ -129,7 +129,8 @@ def conversation_reextract(*, conversation_id: int) -> dict:
 
 
 def pending_extraction(*, older_than_seconds: int = 60) -> list[int]:
-    """Messages whose extraction never ran (a lost task): the reconcile job queues them again."""
+    """Messages whose extraction never ran (a lost task): the extraction sweep (memory/scheduler.py)
+    and beat's extraction_resume queue them again."""
     cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
     return list(Message.objects.filter(extracted_at__isnull=True, created_at__lt=cutoff)
                 .filter(Q(role__in=EXTRACTABLE_ROLES)).values_list("id", flat=True)[:1000])
