@@ -16,3 +16,8 @@ if os.environ.get("MEMORY_WARMUP", "1") != "0":
 from config.vector_consumer import start_if_enabled  # noqa: E402
 
 start_if_enabled()
+
+# The console dashboard charts this process's request figures: they exist only in this process.
+from console.metrics_history import start_sampler_thread  # noqa: E402
+
+start_sampler_thread()

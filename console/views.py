@@ -5,13 +5,14 @@ Nothing here logs query, memory or message text.
 """
 import logging
 import time
+from pathlib import Path
 
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Count
-from django.http import HttpResponseNotAllowed, HttpResponseRedirect
+from django.http import FileResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -266,5 +267,15 @@ def purge_org(request):
 def console_index(request):
     if request.method not in ("GET", "HEAD"):
         return HttpResponseNotAllowed(["GET"])
-    return HttpResponseRedirect(reverse("console:health"))
+    return HttpResponseRedirect(reverse("admin:index"))  # the dashboard
+
+
+FAVICON = Path(__file__).resolve().parent / "static" / "console" / "favicon.ico"
+
+
+def favicon(request):
+    """/favicon.ico, which browsers ask for on every page whatever the page links."""
+    response = FileResponse(FAVICON.open("rb"), content_type="image/x-icon")
+    response["Cache-Control"] = "public, max-age=86400"
+    return response
 
