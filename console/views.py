@@ -208,6 +208,9 @@ def forget_user(request):
                        intro="Step 1: choose the user. You will see what would be forgotten before anything happens.",
                        buttons=[("preview", "Preview", "default")])
     org, user_id = form.cleaned_data["org"], form.cleaned_data["user_id"]
+    may_approve = request.user.has_perm("memory.approve_forgetrequest")
+    if "approve_now" in request.POST and not may_approve:
+        raise PermissionDenied
     if "approve_now" in request.POST or "pending" in request.POST:
         operator = _operator(request)
         forget_request = forget_request_create(org=org, subject_user=user_id, requested_by=operator, target="user",
@@ -231,8 +234,8 @@ def forget_user(request):
     return _render(request, "admin/console/action_form.html", "Confirm: forget everything about a user", form=form,
                    summary=summary, intro="Step 2: every memory is redacted and fingerprinted, vectors and cache entries "
                                           "are deleted, the user's messages and summaries are redacted. It cannot be undone.",
-                   buttons=[("approve_now", "Forget everything now", "default"),
-                            ("pending", "Create a request for a second operator", "")],
+                   buttons=([("approve_now", "Forget everything now", "default")] if may_approve else [])
+                   + [("pending", "Create a request for a second operator", "")],
                    cancel_url=reverse("console:forget-user"))
 
 
