@@ -1,7 +1,7 @@
 """Geometry of the dashboard's inline SVG charts, computed server-side (no JavaScript, no CDN).
 
 Functions return numbers and strings only; the templates escape every label. A gap in a series
-(no sample in a bucket) is None and breaks the line instead of drawing a false zero.
+(no sample in a bucket) is None; a long gap breaks the line instead of drawing a false zero.
 """
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,8 +29,9 @@ def _nice_max(value: float) -> float:
 
 
 def line_chart(series: list[tuple[str, list[float | None]]], *, times: list[datetime], unit: str = "",
-               width: int = 560, height: int = 140) -> dict:
-    """One line per (name, values); values are aligned with `times` (bucket starts)."""
+               width: int = 560, height: int = 140, max_gap: int = 5) -> dict:
+    """One line per (name, values); values are aligned with `times` (bucket starts). More than
+    `max_gap` empty buckets in a row (nothing sampled then) break the line."""
     pad_left, pad_bottom = 44, 18
     plot_w, plot_h = width - pad_left - 6, height - pad_bottom - 6
     top = _nice_max(max((v for _, values in series for v in values if v is not None), default=0))
@@ -43,9 +44,14 @@ def line_chart(series: list[tuple[str, list[float | None]]], *, times: list[date
     for k, (name, values) in enumerate(series):
         line = Series(name=name, color=PALETTE[k % len(PALETTE)])
         run: list[tuple[float, float]] = []
-        for i, v in enumerate(values + [None]):
+        missing = 0
+        for i, v in enumerate(values + [None] * (max_gap + 1)):
             if v is not None:
                 run.append(xy(i, v))
+                missing = 0
+                continue
+            missing += 1
+            if missing <= max_gap:  # samples sparser than buckets still draw one line
                 continue
             if len(run) > 1:
                 line.segments.append(" ".join(f"{x},{y}" for x, y in run))

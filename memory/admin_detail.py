@@ -121,7 +121,8 @@ def versions_with_diffs(memory: Memory, events: list[AuditEvent] | None = None) 
         diff = None
         if previous is not None and not (version.redacted or previous.redacted):
             diff = version_diff(previous.content, version.content)
-        rows.append({"n": version.n, "version": version, "diff": diff, "sources": sources.get(version.id, []),
+        rows.append({"n": version.n, "version": version, "reason": version.reason, "diff": diff,
+                     "sources": sources.get(version.id, []),
                      "unchanged": diff is not None and previous.content == version.content})
         previous = version
     events = _end_events(memory) if events is None else events
