@@ -12,16 +12,16 @@ from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
-from django.db.models import Count, F, Prefetch
+from django.db.models import Count
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
-from django.utils.text import Truncator
 
 from memory.admin_detail import (  # noqa: F401  (version_diff and supersede_chain are imported from here by tests)
     forget_requests_for, forget_requests_matching, memory_end, supersede_chain, version_diff, versions_with_diffs)
-from memory.models import EntityLink, ForgetRequest, ForgetRule, Memory, MemorySource, MemoryVersion
+from memory.admin_list import EntityFilter, MemoryListColumns, ProjectionFilter, UserFilter
+from memory.models import EntityLink, ForgetRequest, Memory
 from memory.services.forget import forget_request_create, forget_request_decide
 from memory.services.memories import memory_invalidate, memory_update
 from tenancy.admin import TextInputFilter
@@ -35,12 +35,6 @@ APPROVE_PERMISSION = "memory.approve_forgetrequest"
 
 def _operator(request) -> str:
     return request.user.get_username()
-
-
-def _snippet(memory: Memory, length: int = 90) -> str:
-    if memory.status == "forgotten" or not memory.content:
-        return "(redacted)"
-    return Truncator(memory.content).chars(length)
 
 
 # --------------------------------------------------------------------------- forms of the extra pages
@@ -58,37 +52,8 @@ class ForgetForm(forms.Form):
                                                                     "was derived from them.")
 
 
-# --------------------------------------------------------------------------- list filters
-class UserFilter(TextInputFilter):
-    title, parameter_name, lookup = "user id", "user_id", "user_id"
-
-
-class EntityFilter(TextInputFilter):
-    title, parameter_name, lookup = "entity id", "entity", "entity_links__entity_id"
-
-    def queryset(self, request, queryset):
-        value = (self.value() or "").strip()
-        return queryset.filter(entity_links__entity_id=int(value)) if value.isdigit() else queryset
-
-
-class ProjectionFilter(admin.SimpleListFilter):
-    """Behind the dashboard's projection lag: memories whose projected version is behind their version."""
-
-    title, parameter_name = "projection", "projection"
-
-    def lookups(self, request, model_admin):
-        return [("lagging", "lagging"), ("in_step", "in step")]
-
-    def queryset(self, request, queryset):
-        if self.value() == "lagging":
-            return queryset.filter(projected_version__lt=F("version"))
-        if self.value() == "in_step":
-            return queryset.filter(projected_version__gte=F("version"))
-        return queryset
-
-
 @admin.register(Memory)
-class MemoryAdmin(admin.ModelAdmin):
+class MemoryAdmin(MemoryListColumns, admin.ModelAdmin):
     # Nine columns that fit 1280 px beside the filters: pairs share a cell (org/user, kind/assertion,
     # version/projection/created).
     list_display = ["id", "owner", "kind_assertion", "subject", "status_badge", "snippet", "source", "superseded_by_link",
@@ -111,62 +76,6 @@ class MemoryAdmin(admin.ModelAdmin):
                                   "superseded_by", "invalidated_at", "invalid_reason", "last_accessed_at",
                                   "access_count"]}),
     ]
-
-    # ---------------------------------------------------------------- list
-    def get_queryset(self, request):
-        # The first source of each row, in one query for the page (a sliced prefetch uses a window function).
-        first = MemorySource.objects.select_related("message").order_by("memory_id", "id")
-        return super().get_queryset(request).prefetch_related(Prefetch("sources", queryset=first[:1], to_attr="first_sources"))
-
-    @admin.display(description="org / user", ordering="user_id")
-    def owner(self, obj):
-        url = reverse("admin:memory_memory_changelist")
-        return format_html('{}<br><a href="{}?org__id__exact={}&user_id={}">{}</a>', obj.org.slug, url, obj.org_id,
-                           obj.user_id, obj.user_id)
-
-    @admin.display(description="kind / assertion", ordering="kind")
-    def kind_assertion(self, obj):
-        return format_html('{}<br><span class="console-muted">{}</span>', obj.kind, obj.assertion.replace("_", " "))
-
-    @admin.display(description="subject (slot)", ordering="slot_key")
-    def subject(self, obj):
-        return format_html("<code>{}</code>", obj.slot_key) if obj.slot_key else "—"
-
-    @admin.display(description="status", ordering="status")
-    def status_badge(self, obj):
-        return format_html('<span class="console-badge {}">{}</span>', obj.status, obj.status)
-
-    @admin.display(description="content")
-    def snippet(self, obj):
-        return _snippet(obj)
-
-    @admin.display(description="source")
-    def source(self, obj):
-        source = (getattr(obj, "first_sources", None) or [None])[0]
-        if source is None:
-            return obj.created_by
-        if source.message_id and source.message is not None:
-            url = reverse("admin:conversations_conversation_change", args=[source.message.conversation_id])
-            return format_html('<a href="{}?message={}#message-{}">{} #{}</a><br><span class="console-muted">conv {}</span>',
-                               url, source.message_id, source.message_id, source.message.role, source.message.seq,
-                               source.message.conversation_id)
-        if source.external_ref:
-            return format_html("ext <code>{}</code>", Truncator(source.external_ref).chars(24))
-        return obj.created_by
-
-    @admin.display(description="superseded by", ordering="superseded_by")
-    def superseded_by_link(self, obj):
-        if obj.superseded_by_id is None:
-            return "—"
-        return format_html('<a href="{}">{}</a>', reverse("admin:memory_memory_change", args=[obj.superseded_by_id]),
-                           obj.superseded_by_id)
-
-    @admin.display(description="version / created", ordering="created_at")
-    def version_projection(self, obj):
-        projected = "✔" if obj.projected_version >= obj.version else format_html(
-            '<span class="console-badge superseded" title="projected version">lag {}</span>', obj.projected_version)
-        return format_html('v{} {}<br><span class="console-muted">{}</span>', obj.version, projected,
-                           obj.created_at.strftime("%Y-%m-%d %H:%M") if obj.created_at else "")
 
     def changelist_view(self, request, extra_context=None):
         response = super().changelist_view(request, extra_context)
@@ -469,49 +378,5 @@ class ForgetRequestAdmin(admin.ModelAdmin):
                           + (f" {skipped} were no longer pending." if skipped else ""), messages.SUCCESS)
 
 
-# --------------------------------------------------------------------------- read-only record browsers
-class ReadOnlyAdmin(admin.ModelAdmin):
-    list_per_page = 50
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
-@admin.register(MemoryVersion)
-class MemoryVersionAdmin(ReadOnlyAdmin):
-    list_display = ["memory", "n", "reason", "created_by", "actor", "redacted", "created_at"]
-    list_filter = ["reason", "created_by", "redacted"]
-    raw_id_fields = ["memory"]
-
-
-@admin.register(MemorySource)
-class MemorySourceAdmin(ReadOnlyAdmin):
-    list_display = ["memory", "version", "message", "conversation", "external_ref"]
-    raw_id_fields = ["memory", "version", "message", "conversation"]
-
-
-@admin.register(EntityLink)
-class EntityLinkAdmin(ReadOnlyAdmin):
-    list_display = ["memory", "entity"]
-    raw_id_fields = ["memory", "entity"]
-
-
-class RuleRequestFilter(TextInputFilter):
-    title, parameter_name, lookup = "forget request id", "request__id__exact", "request_id"
-
-    def queryset(self, request, queryset):
-        value = (self.value() or "").strip()
-        return queryset.filter(request_id=int(value)) if value.isdigit() else queryset
-
-
-@admin.register(ForgetRule)
-class ForgetRuleAdmin(ReadOnlyAdmin):
-    list_display = ["id", "org", "user_id", "fingerprint", "slot_key", "entity", "request", "created_at"]
-    list_filter = ["org", RuleRequestFilter]
-    exclude = ["embedding"]
+# The read-only record browsers (versions, sources, entity links, forget rules) register themselves there.
+from memory import admin_records  # noqa: E402,F401
