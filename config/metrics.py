@@ -105,7 +105,10 @@ class MetricsMiddleware:
         started = time.perf_counter()
         response = self.get_response(request)
         match = getattr(request, "resolver_match", None)
-        route = match.route if match is not None else "unmatched"
+        if match is not None:
+            route = match.route
+        else:  # WhiteNoise answers static files before URL resolution: keep them apart from real 404s
+            route = "static" if request.path.startswith(f"/{settings.STATIC_URL.strip('/')}/") else "unmatched"
         if route != "metrics":
             LATENCY.labels(route, request.method).observe(time.perf_counter() - started)
             REQUESTS.labels(route, request.method, str(response.status_code)).inc()

@@ -87,8 +87,10 @@ def metric_series(*, hours: int, now: datetime | None = None) -> dict:
             cell = routes[route][i]
             routes[route][i] = [a + b for a, b in zip(cell, values)] if cell else list(values[:width])
     totals = sorted(((sum(c[0] for c in cells if c), route) for route, cells in routes.items()), reverse=True)
-    # Charts show the service's endpoints; the console's own pages (slow first loads) are in the table only.
-    charted = [route for _, route in totals if not route.split(" ", 1)[-1].startswith("admin/")]
+    # Charts show the service's endpoints; the console's own pages (slow first loads) and static files
+    # are in the table only.
+    charted = [route for _, route in totals
+               if not route.split(" ", 1)[-1].startswith("admin/") and route.split(" ", 1)[-1] != "static"]
     top = (charted or [route for _, route in totals])[:TOP_ROUTES]
     minutes = step.total_seconds() / 60
     table = []

@@ -112,6 +112,9 @@ def test_a_viewer_can_read_but_not_resolve_or_approve(client, org, pair, django_
     with django_capture_on_commit_callbacks(execute=True):
         client.post(reverse("admin:memory_forgetrequest_changelist"),
                     {"action": "approve_selected", "_selected_action": [request.id], "index": 0})
+    memory_page = client.get(reverse("admin:memory_memory_change", args=[older.id])).content.decode()
+    assert reverse("admin:memory_memory_forget", args=[older.id]) not in memory_page  # no buttons that answer 403
+    assert reverse("console:purge-org") not in memory_page
     # Forgetting from the memory page and forgetting a whole user cannot be approved either.
     assert client.post(reverse("admin:memory_memory_forget", args=[older.id]), {"approve_now": "1"}).status_code == 403
     assert client.post(reverse("console:forget-user"), {"org": org.id, "user_id": "u1", "approve_now": "1"}).status_code == 403

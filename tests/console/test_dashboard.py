@@ -133,3 +133,10 @@ def test_favicon_is_served_and_linked(console):
     assert response.status_code == 200 and response["Content-Type"] == "image/x-icon"
     assert b"".join(response.streaming_content)[:4] == b"\x00\x00\x01\x00"  # an ICO header
     assert b'rel="icon"' in console.get(reverse("admin:index")).content
+
+
+def test_static_files_are_counted_apart_from_unmatched_paths(client):
+    client.get("/static/admin/css/base.css")
+    client.get("/no/such/path")
+    sample = metrics_sample(force=True)
+    assert "GET static" in sample.routes and sample.routes["GET unmatched"][1] == 1
