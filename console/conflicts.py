@@ -6,6 +6,7 @@ Resolving needs the `memory.resolve_memoryconflict` permission (the "Console app
 """
 import logging
 from collections import defaultdict
+from urllib.parse import urlencode
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
@@ -56,7 +57,8 @@ def conflict_queue(request):
              for c in conflicts]
     context = {**admin.site.each_context(request), "title": "Conflicts", "pairs": pairs, "page": page,
                "orgs": Org.objects.order_by("slug"), "org_filter": org, "status": status, "statuses": STATUSES,
-               "user_filter": user_id, "can_resolve": request.user.has_perm(RESOLVE_PERMISSION)}
+               "user_filter": user_id, "can_resolve": request.user.has_perm(RESOLVE_PERMISSION),
+               "filter_query": urlencode({"org": org.id if org else "", "user_id": user_id, "status": status})}
     return TemplateResponse(request, "console/conflicts.html", context)
 
 
