@@ -23,7 +23,8 @@ LATENCY = Histogram("memsvc_http_request_seconds", "HTTP request latency", ["rou
                     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
 
 
-def _backlog() -> dict[str, int]:
+def backlog() -> dict[str, int]:
+    """The backlog figures (also sampled into the console's time series, console/metrics_history.py)."""
     from django.db.models import F
     from django.utils import timezone
 
@@ -56,15 +57,15 @@ class BacklogCollector:
         up = GaugeMetricFamily("memsvc_source_up", "Whether a metrics source could be read", labels=["source"])
         started = time.perf_counter()
         try:
-            backlog = _backlog()
+            figures = backlog()
             up.add_metric(["database"], 1)
             yield GaugeMetricFamily("memsvc_projection_lagging_memories",
-                                    "Memories whose projected version is behind their version", value=backlog["lagging"])
+                                    "Memories whose projected version is behind their version", value=figures["lagging"])
             yield GaugeMetricFamily("memsvc_messages_pending_extraction",
-                                    "Messages older than 60 s whose extraction has not run", value=backlog["unextracted"])
+                                    "Messages older than 60 s whose extraction has not run", value=figures["unextracted"])
             forget = GaugeMetricFamily("memsvc_forget_requests", "Forget requests not yet executed", labels=["status"])
-            forget.add_metric(["pending"], backlog["forget_pending"])
-            forget.add_metric(["approved"], backlog["forget_approved"])
+            forget.add_metric(["pending"], figures["forget_pending"])
+            forget.add_metric(["approved"], figures["forget_approved"])
             yield forget
         except Exception as exc:
             logger.warning("metrics: database source failed: %s", type(exc).__name__)
@@ -104,7 +105,10 @@ class MetricsMiddleware:
         started = time.perf_counter()
         response = self.get_response(request)
         match = getattr(request, "resolver_match", None)
-        route = match.route if match is not None else "unmatched"
+        if match is not None:
+            route = match.route
+        else:  # WhiteNoise answers static files before URL resolution: keep them apart from real 404s
+            route = "static" if request.path.startswith(f"/{settings.STATIC_URL.strip('/')}/") else "unmatched"
         if route != "metrics":
             LATENCY.labels(route, request.method).observe(time.perf_counter() - started)
             REQUESTS.labels(route, request.method, str(response.status_code)).inc()

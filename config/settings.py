@@ -22,7 +22,7 @@ ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "te
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "console.admin_site.ConsoleAdminConfig",  # django.contrib.admin with the console's site (dashboard index)
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -128,6 +128,10 @@ CACHE_TTL_SECONDS = env.int("CACHE_TTL_SECONDS", default=3600)
 CACHE_MAX_STANDING_MEMORIES = env.int("CACHE_MAX_STANDING_MEMORIES", default=2000)
 # /metrics (Prometheus): open like /readyz unless a token is set; then `Authorization: Bearer <token>`.
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+# The console dashboard's time series (console.MetricSample): at most one sample per process per
+# METRICS_SAMPLE_SECONDS (0: no sampler thread in the web process), rows kept METRICS_HISTORY_HOURS.
+METRICS_SAMPLE_SECONDS = env.int("METRICS_SAMPLE_SECONDS", default=60)
+METRICS_HISTORY_HOURS = env.int("METRICS_HISTORY_HOURS", default=48)
 # Recent-window cache: one list per conversation; longer conversations are read from the database.
 CACHE_WINDOW_MAX_MESSAGES = env.int("CACHE_WINDOW_MAX_MESSAGES", default=1000)
 CACHE_WINDOW_TTL_SECONDS = env.int("CACHE_WINDOW_TTL_SECONDS", default=3600)

@@ -3,10 +3,12 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from config import health, metrics
+from console.views import favicon
 from conversations.api.resolve import EntityResolveApi
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
+    path("favicon.ico", favicon, name="favicon"),
     path("readyz", health.readyz, name="readyz"),
     path("metrics", metrics.metrics, name="metrics"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -25,3 +25,8 @@ start_if_enabled()
 from memory.scheduler import start_scheduler  # noqa: E402
 
 start_scheduler()
+
+# The console dashboard charts this process's request figures: they exist only in this process.
+from console.metrics_history import start_sampler_thread  # noqa: E402
+
+start_sampler_thread()

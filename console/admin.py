@@ -1,8 +1,56 @@
-"""Admin site customisation for the operator console (the console's own pages are in console/views.py)."""
+"""The console's admin registrations (the site itself is console/admin_site.py): the conversation
+page with its transcript, and the conflict records behind the conflicts queue (console/conflicts.py)."""
 from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html
 
-admin.site.site_header = "Memory service console"
-admin.site.site_title = "Memory service console"
-admin.site.index_title = "Records"
-# The console's top navigation replaces the model sidebar, which would squeeze wide tables.
-admin.site.enable_nav_sidebar = False
+from console.transcript import transcript_page
+from conversations.admin import ConversationAdmin
+from conversations.models import Conversation
+from memory.models import MemoryConflict
+
+admin.site.unregister(Conversation)
+
+
+@admin.register(Conversation)
+class ConversationTranscriptAdmin(ConversationAdmin):
+    """The conversation page shows its transcript under the metadata (templates/admin/conversations/...)."""
+
+    list_display = ConversationAdmin.list_display + ["transcript_link"]
+
+    @admin.display(description="transcript")
+    def transcript_link(self, obj):
+        return format_html('<a href="{}#transcript">read</a>', reverse("admin:conversations_conversation_change",
+                                                                       args=[obj.id]))
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        conversation = self.get_object(request, object_id)
+        extra_context = extra_context or {}
+        if conversation is not None:
+            page, rows = transcript_page(conversation=conversation, page=request.GET.get("page"),
+                                         message_id=request.GET.get("message"))
+            extra_context.update({"transcript_page": page, "transcript": rows, "page": page})
+        return super().change_view(request, object_id, form_url, extra_context)
+
+
+@admin.register(MemoryConflict)
+class MemoryConflictAdmin(admin.ModelAdmin):
+    """Read-only history of conflicts; they are resolved in the queue, through conflict_resolve."""
+
+    list_display = ["id", "org", "user_id", "older", "newer", "score", "status", "created_at", "resolved_by",
+                    "resolved_at"]
+    list_filter = ["status", "org"]
+    search_fields = ["user_id", "resolved_by"]
+    list_select_related = ["org", "older", "newer"]
+    list_per_page = 50
+    readonly_fields = ["org", "user_id", "older", "newer", "score", "signals", "status", "created_at", "resolved_at",
+                       "resolved_by"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -5,13 +5,14 @@ Nothing here logs query, memory or message text.
 """
 import logging
 import time
+from pathlib import Path
 
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Count
-from django.http import HttpResponseNotAllowed, HttpResponseRedirect
+from django.http import FileResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -217,6 +218,9 @@ def forget_user(request):
                        intro="Step 1: choose the user. You will see what would be forgotten before anything happens.",
                        buttons=[("preview", "Preview", "default")])
     org, user_id = form.cleaned_data["org"], form.cleaned_data["user_id"]
+    may_approve = request.user.has_perm("memory.approve_forgetrequest")
+    if "approve_now" in request.POST and not may_approve:
+        raise PermissionDenied
     if "approve_now" in request.POST or "pending" in request.POST:
         operator = _operator(request)
         forget_request = forget_request_create(org=org, subject_user=user_id, requested_by=operator, target="user",
@@ -240,8 +244,8 @@ def forget_user(request):
     return _render(request, "admin/console/action_form.html", "Confirm: forget everything about a user", form=form,
                    summary=summary, intro="Step 2: every memory is redacted and fingerprinted, vectors and cache entries "
                                           "are deleted, the user's messages and summaries are redacted. It cannot be undone.",
-                   buttons=[("approve_now", "Forget everything now", "default"),
-                            ("pending", "Create a request for a second operator", "")],
+                   buttons=([("approve_now", "Forget everything now", "default")] if may_approve else [])
+                   + [("pending", "Create a request for a second operator", "")],
                    cancel_url=reverse("console:forget-user"))
 
 
@@ -276,5 +280,15 @@ def purge_org(request):
 def console_index(request):
     if request.method not in ("GET", "HEAD"):
         return HttpResponseNotAllowed(["GET"])
-    return HttpResponseRedirect(reverse("console:health"))
+    return HttpResponseRedirect(reverse("admin:index"))  # the dashboard
+
+
+FAVICON = Path(__file__).resolve().parent / "static" / "console" / "favicon.ico"
+
+
+def favicon(request):
+    """/favicon.ico, which browsers ask for on every page whatever the page links."""
+    response = FileResponse(FAVICON.open("rb"), content_type="image/x-icon")
+    response["Cache-Control"] = "public, max-age=86400"
+    return response
 

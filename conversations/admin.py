@@ -1,6 +1,7 @@
 """Conversation pages of the operator console. Read-only: messages, access and task state are written
 through conversations.services by the API; the console reads them (memory sources link here)."""
 from django.contrib import admin
+from django.utils.text import Truncator
 
 from conversations.models import Conversation, ConversationAccess, EntityMention, HistorySummary, Message, TaskState
 from tenancy.admin import TextInputFilter
@@ -20,6 +21,8 @@ class ReadOnlyMixin:
 class ConversationAccessInline(ReadOnlyMixin, admin.TabularInline):
     model = ConversationAccess
     extra = 0
+    # Django would pluralise "conversation access" to "conversation accesss".
+    verbose_name, verbose_name_plural = "access change", "per-user access (granted / revoked)"
 
 
 class OwnerFilter(TextInputFilter):
@@ -32,6 +35,22 @@ class ConversationFilter(TextInputFilter):
     def queryset(self, request, queryset):
         value = (self.value() or "").strip()
         return queryset.filter(conversation_id=int(value)) if value.isdigit() else queryset
+
+
+class ExtractionFilter(admin.SimpleListFilter):
+    """Behind the dashboard's extraction backlog: user/assistant messages extraction has not reached."""
+
+    title, parameter_name = "extraction", "extraction"
+
+    def lookups(self, request, model_admin):
+        return [("pending", "not extracted yet"), ("done", "extracted")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "pending":
+            return queryset.filter(extracted_at__isnull=True, role__in=["user", "assistant"], redacted=False)
+        if self.value() == "done":
+            return queryset.filter(extracted_at__isnull=False)
+        return queryset
 
 
 class EntityFilter(TextInputFilter):
@@ -54,11 +73,17 @@ class ConversationAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 @admin.register(Message)
 class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ["id", "conversation", "seq", "role", "user_id", "occurred_at", "external_ref", "redacted"]
-    list_filter = ["role", "redacted", "do_not_remember", ConversationFilter]
+    list_display = ["id", "conversation", "seq", "role", "user_id", "text", "occurred_at", "external_ref", "redacted"]
+    list_filter = ["role", "redacted", "do_not_remember", ExtractionFilter, ConversationFilter]
     search_fields = ["external_ref", "user_id"]
     list_per_page = 50
     exclude = ["tool_calls"]
+
+    @admin.display(description="text")
+    def text(self, obj):
+        if obj.redacted:
+            return "(redacted)"
+        return Truncator(obj.content).chars(80) if obj.content else ("(tool calls)" if obj.tool_calls else "")
     readonly_fields = ["conversation", "org", "user_id", "seq", "role", "content", "tool_call_id", "token_count",
                        "occurred_at", "external_ref", "redacted", "do_not_remember", "extracted_at", "created_at"]
 

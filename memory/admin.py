@@ -4,9 +4,7 @@ Nothing here writes a memory row: the change form saves through `memory_update`,
 actions call `memory_invalidate`, `forget_request_create` and `forget_request_decide`. The services
 record the AuditEvents (actor_kind "operator"); this module logs ids only, never content.
 """
-import difflib
 import logging
-import re
 from collections import defaultdict
 
 from django import forms
@@ -18,123 +16,25 @@ from django.db.models import Count
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html
-from django.utils.text import Truncator
+from django.utils.html import format_html, format_html_join
 
-from memory.models import EntityLink, ForgetRequest, ForgetRule, Memory, MemorySource, MemoryVersion
+from memory.admin_detail import (  # noqa: F401  (version_diff and supersede_chain are imported from here by tests)
+    forget_requests_for, forget_requests_matching, memory_end, supersede_chain, version_diff, versions_with_diffs)
+from memory.admin_list import EntityFilter, MemoryListColumns, ProjectionFilter, UserFilter
+from memory.models import EntityLink, ForgetRequest, Memory
 from memory.services.forget import forget_request_create, forget_request_decide
 from memory.services.memories import memory_invalidate, memory_update
 from tenancy.admin import TextInputFilter
+from tenancy.models import AuditEvent
 
 logger = logging.getLogger(__name__)
 
-CHAIN_LIMIT = 100  # supersede chains longer than this are cut (and flagged) rather than walked forever
 DETAIL_ROWS = 50  # rows of a related list shown on a detail page; the full list links to a paginated changelist
+APPROVE_PERMISSION = "memory.approve_forgetrequest"
 
 
 def _operator(request) -> str:
     return request.user.get_username()
-
-
-def _snippet(memory: Memory, length: int = 90) -> str:
-    if memory.status == "forgotten" or not memory.content:
-        return "(redacted)"
-    return Truncator(memory.content).chars(length)
-
-
-# --------------------------------------------------------------------------- detail-page helpers
-_TOKEN = re.compile(r"[A-Za-z0-9_]+|\s+|.", re.S)  # Latin words whole, every CJK character on its own
-
-
-def version_diff(old: str, new: str) -> list[tuple[str, str]]:
-    """(op, text) segments, op in equal/delete/insert. Rendered by the template, which escapes the text.
-
-    Whitespace alone between two changes is folded into them, so "natural gas" → "propane" reads as one
-    replacement instead of alternating word-by-word fragments."""
-    a, b = _TOKEN.findall(old), _TOKEN.findall(new)
-    raw = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
-        if tag == "equal":
-            raw.append(("equal", "".join(b[j1:j2])))
-            continue
-        if i2 > i1:
-            raw.append(("delete", "".join(a[i1:i2])))
-        if j2 > j1:
-            raw.append(("insert", "".join(b[j1:j2])))
-    segments: list[tuple[str, str]] = []
-    deleted, inserted = [], []
-
-    def flush():
-        if deleted:
-            segments.append(("delete", "".join(deleted)))
-        if inserted:
-            segments.append(("insert", "".join(inserted)))
-        deleted.clear()
-        inserted.clear()
-
-    for n, (op, text) in enumerate(raw):
-        between_changes = (deleted or inserted) and n + 1 < len(raw) and raw[n + 1][0] != "equal"
-        if op == "equal" and text.isspace() and between_changes:
-            deleted.append(text)
-            inserted.append(text)
-        elif op == "equal":
-            flush()
-            segments.append((op, text))
-        else:
-            (deleted if op == "delete" else inserted).append(text)
-    flush()
-    return segments
-
-
-def supersede_chain(memory: Memory) -> dict:
-    """What this memory replaced (transitively, walking `supersedes`) and what replaced it (following
-    `superseded_by`). Rows written by a buggy migration could form a cycle: a visited set stops the walk."""
-    seen = {memory.id}
-    older: list[Memory] = []
-    frontier = [memory.id]
-    cut = False
-    while frontier:
-        rows = list(Memory.objects.filter(superseded_by_id__in=frontier).exclude(id__in=seen).order_by("created_at", "id"))
-        if len(seen) + len(rows) > CHAIN_LIMIT:
-            rows, cut = rows[: max(0, CHAIN_LIMIT - len(seen))], True
-        older.extend(rows)
-        seen.update(r.id for r in rows)
-        frontier = [r.id for r in rows]
-        if cut:
-            break
-    newer: list[Memory] = []
-    cycle = False
-    next_id = memory.superseded_by_id
-    while next_id is not None:
-        if next_id in seen:
-            cycle = True
-            break
-        if len(seen) >= CHAIN_LIMIT:
-            cut = True
-            break
-        row = Memory.objects.filter(id=next_id).first()
-        if row is None:
-            break
-        newer.append(row)
-        seen.add(row.id)
-        next_id = row.superseded_by_id
-    older.sort(key=lambda m: (m.created_at, m.id))
-    return {"older": older, "newer": newer, "cycle": cycle, "cut": cut}
-
-
-def _versions_with_diffs(memory: Memory) -> list[dict]:
-    sources = defaultdict(list)
-    for source in MemorySource.objects.filter(memory=memory).select_related("message", "conversation").order_by("id"):
-        sources[source.version_id].append(source)
-    rows, previous = [], None
-    for version in MemoryVersion.objects.filter(memory=memory).order_by("n"):
-        diff = None
-        if previous is not None and not (version.redacted or previous.redacted):
-            diff = version_diff(previous.content, version.content)
-        rows.append({"version": version, "diff": diff, "unchanged": diff is not None and previous.content == version.content,
-                     "sources": sources.get(version.id, [])})
-        previous = version
-    return list(reversed(rows))  # newest first
 
 
 # --------------------------------------------------------------------------- forms of the extra pages
@@ -152,25 +52,14 @@ class ForgetForm(forms.Form):
                                                                     "was derived from them.")
 
 
-# --------------------------------------------------------------------------- list filters
-class UserFilter(TextInputFilter):
-    title, parameter_name, lookup = "user id", "user_id", "user_id"
-
-
-class EntityFilter(TextInputFilter):
-    title, parameter_name, lookup = "entity id", "entity", "entity_links__entity_id"
-
-    def queryset(self, request, queryset):
-        value = (self.value() or "").strip()
-        return queryset.filter(entity_links__entity_id=int(value)) if value.isdigit() else queryset
-
-
 @admin.register(Memory)
-class MemoryAdmin(admin.ModelAdmin):
-    list_display = ["id", "org", "user_link", "kind", "assertion", "status", "snippet", "version", "projection",
-                    "created_at"]
+class MemoryAdmin(MemoryListColumns, admin.ModelAdmin):
+    # Nine columns that fit 1280 px beside the filters: pairs share a cell (org/user, kind/assertion,
+    # version/projection/created).
+    list_display = ["id", "owner", "kind_assertion", "subject", "status_badge", "snippet", "source", "superseded_by_link",
+                    "version_projection"]
     list_display_links = ["id", "snippet"]
-    list_filter = ["org", UserFilter, "kind", "status", "assertion", "scope", "created_by", EntityFilter]
+    list_filter = ["org", UserFilter, "kind", "status", "assertion", "scope", "created_by", ProjectionFilter, EntityFilter]
     list_select_related = ["org"]
     search_fields = ["content", "slot_key", "user_id"]
     search_help_text = "Searches content, slot key and user id."
@@ -187,20 +76,6 @@ class MemoryAdmin(admin.ModelAdmin):
                                   "superseded_by", "invalidated_at", "invalid_reason", "last_accessed_at",
                                   "access_count"]}),
     ]
-
-    # ---------------------------------------------------------------- list
-    @admin.display(description="user", ordering="user_id")
-    def user_link(self, obj):
-        url = reverse("admin:memory_memory_changelist")
-        return format_html('<a href="{}?org__id__exact={}&user_id={}">{}</a>', url, obj.org_id, obj.user_id, obj.user_id)
-
-    @admin.display(description="content")
-    def snippet(self, obj):
-        return _snippet(obj)
-
-    @admin.display(description="projected")
-    def projection(self, obj):
-        return "✔" if obj.projected_version >= obj.version else f"lag ({obj.projected_version}/{obj.version})"
 
     def changelist_view(self, request, extra_context=None):
         response = super().changelist_view(request, extra_context)
@@ -255,12 +130,16 @@ class MemoryAdmin(admin.ModelAdmin):
         extra_context = extra_context or {}
         if memory is not None:
             links = EntityLink.objects.filter(memory=memory).select_related("entity").order_by("entity__type", "entity__external_id")
+            events = list(AuditEvent.objects.filter(target_type="memory", target_id=str(memory.id))
+                          .exclude(action="memory.update").order_by("at", "id"))
+            requests = forget_requests_for(memory)
             extra_context.update({
-                "versions": _versions_with_diffs(memory),
+                "versions": versions_with_diffs(memory, events),
+                "end": memory_end(memory, events),
                 "chain": supersede_chain(memory),
                 "entity_links": links,
-                "forget_requests": ForgetRequest.objects.filter(memory=memory).order_by("-created_at")[:DETAIL_ROWS],
-                "forget_request_total": ForgetRequest.objects.filter(memory=memory).count(),
+                "forget_requests": requests[:DETAIL_ROWS],
+                "forget_request_total": requests.count(),
                 "memory": memory,
                 "show_save_and_add_another": False,
                 "show_delete": False,
@@ -333,6 +212,9 @@ class MemoryAdmin(admin.ModelAdmin):
     def forget_view(self, request, object_id):
         memory = self._memory_for_action(request, object_id)
         form = ForgetForm(request.POST or None)
+        may_approve = request.user.has_perm(APPROVE_PERMISSION)
+        if request.method == "POST" and "approve_now" in request.POST and not may_approve:
+            raise PermissionDenied  # before anything is written: a viewer may only ask
         if request.method == "POST" and form.is_valid():
             operator = _operator(request)
             forget_request = forget_request_create(
@@ -349,7 +231,8 @@ class MemoryAdmin(admin.ModelAdmin):
             request, memory, form, title=f"Forget memory {memory.id}",
             intro="Forgetting redacts every version, deletes the vectors and cache entries and leaves a fingerprint "
                   "rule so extraction cannot bring it back. It cannot be undone.",
-            buttons=[("approve_now", "Forget now", "default"), ("pending", "Create a request for a second operator", "")])
+            buttons=([("approve_now", "Forget now", "default")] if may_approve else [])
+            + [("pending", "Create a request for a second operator", "")])
 
     # ---------------------------------------------------------------- bulk actions
     @admin.action(description="Invalidate selected memories", permissions=["change"])
@@ -381,7 +264,8 @@ class RequestMemoryFilter(TextInputFilter):
 
     def queryset(self, request, queryset):
         value = (self.value() or "").strip()
-        return queryset.filter(memory_id=int(value)) if value.isdigit() else queryset
+        # The request's first memory (FK) or any memory it matched.
+        return forget_requests_matching(int(value), queryset) if value.isdigit() else queryset
 
 
 def _decide(request, ids, *, approve: bool) -> tuple[int, int]:
@@ -400,8 +284,8 @@ def _decide(request, ids, *, approve: bool) -> tuple[int, int]:
 
 @admin.register(ForgetRequest)
 class ForgetRequestAdmin(admin.ModelAdmin):
-    list_display = ["id", "org", "subject_user", "target", "memory_link", "matched", "status", "requested_by",
-                    "requested_via", "created_at", "operator", "decided_at", "executed_at", "result"]
+    # Eight columns that fit 1280 px: who/when pairs share a cell.
+    list_display = ["id", "owner", "target", "memories", "status", "requested", "decided", "executed"]
     list_filter = ["status", "target", "requested_via", "org", SubjectUserFilter, RequestMemoryFilter]
     list_select_related = ["org"]
     search_fields = ["subject_user", "requested_by", "operator"]
@@ -411,15 +295,36 @@ class ForgetRequestAdmin(admin.ModelAdmin):
                        "include_messages", "status", "operator", "created_at", "decided_at", "executed_at", "result"]
     fields = readonly_fields + ["query"]
 
-    @admin.display(description="memory")
-    def memory_link(self, obj):
-        if obj.memory_id is None:
-            return "—"
-        return format_html('<a href="{}">{}</a>', reverse("admin:memory_memory_change", args=[obj.memory_id]), obj.memory_id)
+    @admin.display(description="org / subject user", ordering="subject_user")
+    def owner(self, obj):
+        return format_html("{}<br>{}", obj.org.slug, obj.subject_user or "—")
 
     @admin.display(description="memories")
-    def matched(self, obj):
-        return len(obj.matched_ids or [])
+    def memories(self, obj):
+        ids = list(dict.fromkeys(([obj.memory_id] if obj.memory_id else []) + list(obj.matched_ids or [])))
+        if not ids:
+            return "all of the user's" if obj.target == "user" else "—"
+        links = format_html_join(", ", '<a href="{}">{}</a>', ((reverse("admin:memory_memory_change", args=[i]), i)
+                                                              for i in ids[:5]))
+        return format_html("{}{}", links, f" … ({len(ids)})" if len(ids) > 5 else "")
+
+    @admin.display(description="requested", ordering="created_at")
+    def requested(self, obj):
+        return format_html('{}<br><span class="console-muted">via {} · {}</span>', obj.requested_by, obj.requested_via,
+                           obj.created_at.strftime("%Y-%m-%d %H:%M"))
+
+    @admin.display(description="decided", ordering="decided_at")
+    def decided(self, obj):
+        if not obj.decided_at:
+            return "—"
+        return format_html('{}<br><span class="console-muted">{}</span>', obj.operator, obj.decided_at.strftime("%Y-%m-%d %H:%M"))
+
+    @admin.display(description="executed", ordering="executed_at")
+    def executed(self, obj):
+        if not obj.executed_at:
+            return "—"
+        counts = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in (obj.result or {}).items())
+        return format_html('{}<br><span class="console-muted">{}</span>', obj.executed_at.strftime("%Y-%m-%d %H:%M"), counts)
 
     def get_readonly_fields(self, request, obj=None):
         return self.fields  # the query text is shown to the deciding operator, never editable
@@ -430,9 +335,14 @@ class ForgetRequestAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return False
 
+    def has_approve_permission(self, request, obj=None):
+        """Deciding (approve or reject) is a permission of its own (the "Console approver" role)."""
+        return request.user.has_perm(APPROVE_PERMISSION)
+
     def change_view(self, request, object_id, form_url="", extra_context=None):
         extra_context = {**(extra_context or {}), "show_save": False, "show_save_and_continue": False,
-                         "show_save_and_add_another": False, "show_delete": False}
+                         "show_save_and_add_another": False, "show_delete": False,
+                         "can_approve": self.has_approve_permission(request)}
         return super().change_view(request, object_id, form_url, extra_context)
 
     def get_urls(self):
@@ -445,7 +355,7 @@ class ForgetRequestAdmin(admin.ModelAdmin):
         obj = self.get_object(request, str(object_id))
         if obj is None:
             raise Http404
-        if not self.has_change_permission(request, obj):
+        if not self.has_approve_permission(request, obj):
             raise PermissionDenied
         approve = "approve" in request.POST
         decided, _ = _decide(request, [obj.id], approve=approve)
@@ -455,54 +365,18 @@ class ForgetRequestAdmin(admin.ModelAdmin):
             messages.warning(request, f"Forget request {obj.id} was no longer pending.")
         return HttpResponseRedirect(reverse("admin:memory_forgetrequest_change", args=[obj.id]))
 
-    @admin.action(description="Approve selected forget requests", permissions=["change"])
+    @admin.action(description="Approve selected forget requests", permissions=["approve"])
     def approve_selected(self, request, queryset):
         decided, skipped = _decide(request, list(queryset.values_list("id", flat=True)), approve=True)
         self.message_user(request, f"Approved {decided} forget request(s) as {_operator(request)}; execution queued."
                           + (f" {skipped} were no longer pending." if skipped else ""), messages.SUCCESS)
 
-    @admin.action(description="Reject selected forget requests", permissions=["change"])
+    @admin.action(description="Reject selected forget requests", permissions=["approve"])
     def reject_selected(self, request, queryset):
         decided, skipped = _decide(request, list(queryset.values_list("id", flat=True)), approve=False)
         self.message_user(request, f"Rejected {decided} forget request(s) as {_operator(request)}."
                           + (f" {skipped} were no longer pending." if skipped else ""), messages.SUCCESS)
 
 
-# --------------------------------------------------------------------------- read-only record browsers
-class ReadOnlyAdmin(admin.ModelAdmin):
-    list_per_page = 50
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
-@admin.register(MemoryVersion)
-class MemoryVersionAdmin(ReadOnlyAdmin):
-    list_display = ["memory", "n", "reason", "created_by", "actor", "redacted", "created_at"]
-    list_filter = ["reason", "created_by", "redacted"]
-    raw_id_fields = ["memory"]
-
-
-@admin.register(MemorySource)
-class MemorySourceAdmin(ReadOnlyAdmin):
-    list_display = ["memory", "version", "message", "conversation", "external_ref"]
-    raw_id_fields = ["memory", "version", "message", "conversation"]
-
-
-@admin.register(EntityLink)
-class EntityLinkAdmin(ReadOnlyAdmin):
-    list_display = ["memory", "entity"]
-    raw_id_fields = ["memory", "entity"]
-
-
-@admin.register(ForgetRule)
-class ForgetRuleAdmin(ReadOnlyAdmin):
-    list_display = ["id", "org", "user_id", "fingerprint", "slot_key", "entity", "request", "created_at"]
-    list_filter = ["org"]
-    exclude = ["embedding"]
+# The read-only record browsers (versions, sources, entity links, forget rules) register themselves there.
+from memory import admin_records  # noqa: E402,F401

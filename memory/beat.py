@@ -19,6 +19,8 @@ BEAT_JOBS: tuple[BeatJob, ...] = (
     BeatJob("memory: resume extraction and forget requests", "memory.tasks.extraction_resume_task", 2),
     BeatJob("memory: expire dated and task-scoped memories", "memory.tasks.memories_expire_task", 10),
     BeatJob("memory: evict above per-user capacity", "memory.tasks.memories_evict_task", 60),
+    # The console dashboard's time series; the task is named, not imported (console is above memory).
+    BeatJob("console: sample metrics for the dashboard", "console.tasks.metrics_sample_task", 1),
 )
 
 

@@ -142,6 +142,8 @@ class ForgetRequest(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["org", "status"])]
+        # Deciding is its own permission: a read-only operator may see requests, not approve them.
+        permissions = [("approve_forgetrequest", "Can approve or reject forget requests")]
 
     def __str__(self) -> str:
         return f"forget request {self.id} ({self.target}, {self.status})"
@@ -262,6 +264,7 @@ class MemoryConflict(models.Model):
         ordering = ["-created_at", "-id"]
         constraints = [models.UniqueConstraint(fields=["older", "newer"], name="memory_conflict_unique_pair")]
         indexes = [models.Index(fields=["org", "status"]), models.Index(fields=["org", "user_id", "status"])]
+        permissions = [("resolve_memoryconflict", "Can resolve memory conflicts")]
 
     def __str__(self) -> str:
         return f"conflict {self.id} ({self.older_id} vs {self.newer_id}, {self.status})"

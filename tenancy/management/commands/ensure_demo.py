@@ -1,3 +1,4 @@
+import os
 import secrets
 
 from django.conf import settings
@@ -28,5 +29,6 @@ class Command(BaseCommand):
             admin_file.write_text(password + "\n")
             admin_file.chmod(0o600)
         password = admin_file.read_text().strip()
+        url = f"http://{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}/admin/"
         self.stdout.write(f"demo org: demo\nAPI key:  {raw}\n(also in {key_file})\n"
-                          f"console:  http://127.0.0.1:8000/admin/  user admin / password {password}\n")
+                          f"console:  {url}  user admin / password {password}\n")

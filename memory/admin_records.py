@@ -1,0 +1,53 @@
+"""Read-only record browsers of the memory app in the console (registered on import by memory/admin.py)."""
+from django.contrib import admin
+
+from memory.models import EntityLink, ForgetRule, MemorySource, MemoryVersion
+from tenancy.admin import TextInputFilter
+
+
+# --------------------------------------------------------------------------- read-only record browsers
+class ReadOnlyAdmin(admin.ModelAdmin):
+    list_per_page = 50
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(MemoryVersion)
+class MemoryVersionAdmin(ReadOnlyAdmin):
+    list_display = ["memory", "n", "reason", "created_by", "actor", "redacted", "created_at"]
+    list_filter = ["reason", "created_by", "redacted"]
+    raw_id_fields = ["memory"]
+
+
+@admin.register(MemorySource)
+class MemorySourceAdmin(ReadOnlyAdmin):
+    list_display = ["memory", "version", "message", "conversation", "external_ref"]
+    raw_id_fields = ["memory", "version", "message", "conversation"]
+
+
+@admin.register(EntityLink)
+class EntityLinkAdmin(ReadOnlyAdmin):
+    list_display = ["memory", "entity"]
+    raw_id_fields = ["memory", "entity"]
+
+
+class RuleRequestFilter(TextInputFilter):
+    title, parameter_name, lookup = "forget request id", "request__id__exact", "request_id"
+
+    def queryset(self, request, queryset):
+        value = (self.value() or "").strip()
+        return queryset.filter(request_id=int(value)) if value.isdigit() else queryset
+
+
+@admin.register(ForgetRule)
+class ForgetRuleAdmin(ReadOnlyAdmin):
+    list_display = ["id", "org", "user_id", "fingerprint", "slot_key", "entity", "request", "created_at"]
+    list_filter = ["org", RuleRequestFilter]
+    exclude = ["embedding"]
