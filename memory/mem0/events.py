@@ -1,0 +1,42 @@
+"""The status of a Mem0 add (`GET /v1/event/{event_id}/`), read from the system of record.
+
+An add's messages and explicit memories carry `external_ref = "mem0:<event_id>"`; extraction
+copies it onto the sources of what it derives. So: every message extracted → SUCCEEDED, some →
+RUNNING, none → PENDING; an add with infer=False commits its memories in the request and is
+SUCCEEDED when it answers. A lost extraction task is queued again by the reconcile beat job, so
+an event does not stay PENDING for good; nothing here is a second copy that could drift."""
+from django.db.models import Max, Min
+
+from conversations.models import Message
+from memory.models import Mem0AddEvent, Memory, MemorySource
+
+
+def event_status(event: Mem0AddEvent) -> tuple[str, dict]:
+    """(status, timings) of an add."""
+    if not event.infer:
+        return "SUCCEEDED", {"started_at": event.created_at, "completed_at": event.created_at}
+    rows = Message.objects.filter(org_id=event.org_id, external_ref=event.ref)
+    total = rows.count()
+    done = rows.filter(extracted_at__isnull=False)
+    finished = done.count()
+    bounds = done.aggregate(first=Min("extracted_at"), last=Max("extracted_at"))
+    if total and finished == total:
+        return "SUCCEEDED", {"started_at": bounds["first"], "completed_at": bounds["last"]}
+    return ("RUNNING" if finished else "PENDING"), {"started_at": bounds["first"], "completed_at": None}
+
+
+def event_results(event: Mem0AddEvent) -> list[dict]:
+    """What the add did to long-term memory: ADD for a memory it created, NOOP for one it
+    restated (a duplicate: the memory gained a source), each with the ids it superseded."""
+    sources = (MemorySource.objects.filter(external_ref=event.ref, memory__org_id=event.org_id,
+                                           memory__user_id=event.user_id)
+               .exclude(memory__kind="episode").values_list("memory_id", "version__n"))
+    created: dict[int, bool] = {}
+    for memory_id, n in sources:
+        created[memory_id] = created.get(memory_id, False) or n == 1
+    memories = Memory.objects.filter(id__in=created).exclude(status="forgotten").order_by("id")
+    superseded: dict[int, list[str]] = {}
+    for old_id, new_id in Memory.objects.filter(superseded_by_id__in=created).values_list("id", "superseded_by_id"):
+        superseded.setdefault(new_id, []).append(str(old_id))
+    return [{"id": str(m.id), "event": "ADD" if created[m.id] else "NOOP", "data": {"memory": m.content},
+             "status": m.status, "supersedes": superseded.get(m.id, [])} for m in memories]
