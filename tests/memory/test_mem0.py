@@ -72,3 +72,197 @@ def test_add_with_inference_extracts_chinese_memories_with_metadata(client):
     found = client.search("我有什么过敏？", filters={"user_id": "u1"})
     assert found["results"] and "花生" in found["results"][0]["memory"], found
     assert found["results"][0]["id"] == memory["id"] and "score" in found["results"][0]
+
+
+def http_status(excinfo) -> int:
+    return int(excinfo.value.error_code.removeprefix("HTTP_"))
+
+
+@live
+def test_add_without_inference_stores_each_message_as_it_is(client):
+    event = add(client, [{"role": "system", "content": "You are a farm assistant."},
+                         {"role": "user", "content": "The north field is 120 hectares."},
+                         {"role": "assistant", "content": "I would plant soybeans there."}],
+                user_id="u1", infer=False, metadata={"topic": "fields"}, expiration_date="2030-01-31")
+    assert [r["event"] for r in event["results"]] == ["ADD", "ADD"]
+    by_text = {m["memory"]: m for m in client.get_all(filters={"user_id": "u1"})["results"]}
+    assert set(by_text) == {"The north field is 120 hectares.", "I would plant soybeans there."}
+    fact, suggestion = by_text["The north field is 120 hectares."], by_text["I would plant soybeans there."]
+    assert (fact["kind"], fact["assertion"]) == ("fact", "user_stated")
+    assert (suggestion["kind"], suggestion["assertion"]) == ("suggestion", "model_suggestion")
+    assert fact["metadata"] == {"topic": "fields"} and fact["expiration_date"] == "2030-01-31"
+
+
+@live
+def test_supersede_update_and_history_through_the_client(client):
+    add(client, "维保计划默认给我看未来两周的。", user_id="u1", timestamp=1772326800)
+    add(client, "以后维保计划默认改成看未来一个月的。", user_id="u1", timestamp=1775005200)
+    current = [m for m in client.get_all(filters={"user_id": "u1"})["results"] if "维保" in m["memory"]]
+    assert len(current) == 1 and "一个月" in current[0]["memory"], current
+    old = Memory.objects.get(org__slug="acme", status="superseded")
+    assert client.get(str(old.id))["superseded_by"] == current[0]["id"]
+    assert client.history(str(old.id))[-1]["superseded_by"] == current[0]["id"]
+
+    updated = client.update(current[0]["id"], text="维保计划默认看未来三周的。")
+    assert updated["memory"] == "维保计划默认看未来三周的。"
+    history = client.history(current[0]["id"])
+    assert [h["event"] for h in history] == ["ADD", "UPDATE"]
+    assert "一个月" in history[1]["old_memory"] and history[1]["new_memory"] == "维保计划默认看未来三周的。"
+    client.update(current[0]["id"], metadata={"reviewed": True})
+    again = client.get(current[0]["id"])
+    assert again["metadata"] == {"reviewed": True} and again["memory"] == "维保计划默认看未来三周的。"
+    assert len(client.history(current[0]["id"])) == 2  # metadata is no new content version
+    with pytest.raises(Mem0Error) as excinfo:
+        client.update(str(old.id), text="x")
+    assert http_status(excinfo) == 409
+
+
+@live
+def test_second_user_and_second_org_never_see_the_memories(client, other_client):
+    add(client, "My vet is Dr. Wang.", user_id="u1")
+    add(client, "I prefer tea over coffee.", user_id="u2")
+    mine = client.get_all(filters={"user_id": "u1"})["results"]
+    assert mine and all(m["user_id"] == "u1" for m in mine)
+    assert not any("Wang" in text for text in contents(client.get_all(filters={"user_id": "u2"})))
+    assert not any("Wang" in m["memory"] for m in client.search("Who is my vet?", filters={"user_id": "u2"})["results"])
+    target = next(m for m in mine if "Wang" in m["memory"])
+    assert other_client.get_all(filters={"user_id": "u1"})["results"] == []
+    assert other_client.search("Who is my vet?", filters={"user_id": "u1"})["results"] == []
+    for call in (lambda: other_client.get(target["id"]), lambda: other_client.history(target["id"]),
+                 lambda: other_client.update(target["id"], text="changed"), lambda: other_client.delete(target["id"])):
+        with pytest.raises(Mem0Error) as excinfo:
+            call()
+        assert http_status(excinfo) == 404
+    assert client.get(target["id"])["memory"] == target["memory"]
+    assert Memory.objects.get(id=int(target["id"])).status == "active"
+
+
+@live
+def test_delete_is_an_audited_forget_and_the_old_message_does_not_bring_it_back(client):
+    message = "我的主治医生是李大夫。"
+    event = add(client, message, user_id="u1")
+    [memory_id] = [r["id"] for r in event["results"] if r["event"] == "ADD"]
+    assert client.delete(memory_id) == {"message": "Memory deleted successfully!"}
+    with pytest.raises(Mem0Error) as excinfo:
+        client.get(memory_id)
+    assert http_status(excinfo) == 404
+    row = Memory.objects.get(id=int(memory_id))
+    assert row.status == "forgotten" and row.content == "" and row.metadata == {}
+    assert ForgetRule.objects.filter(org=row.org, user_id="u1").exists()
+    actions = set(AuditEvent.objects.filter(org=row.org).values_list("action", flat=True))
+    assert {"forget.request", "memory.forget", "forget.execute"} <= actions
+    assert AuditEvent.objects.filter(action="memory.forget", target_id=memory_id).exists()
+
+    again = add(client, message, user_id="u1")
+    assert not [r for r in again["results"] if r["event"] == "ADD"], again
+    assert not any("李大夫" in text for text in contents(client.get_all(filters={"user_id": "u1"})))
+    assert not any("李大夫" in m["memory"] for m in client.search("主治医生", filters={"user_id": "u1"})["results"])
+
+
+@live
+def test_delete_all_forgets_exactly_that_users_memories(client, other_client):
+    add(client, "I live in Harbin.", user_id="u1")
+    add(client, "My daughter is called Mei.", user_id="u1")
+    add(client, "I live in Dalian.", user_id="u2")
+    add(other_client, "I live in Harbin.", user_id="u1")
+    with pytest.raises(Mem0Error) as excinfo:
+        client.delete_all()  # no user: refused, never "every user"
+    assert http_status(excinfo) == 400 and "user_id" in excinfo.value.message
+    assert client.delete_all(user_id="u1") == {"message": "Memories deleted successfully!"}
+    assert client.get_all(filters={"user_id": "u1"})["results"] == []
+    assert any("Dalian" in text for text in contents(client.get_all(filters={"user_id": "u2"})))
+    assert any("Harbin" in text for text in contents(other_client.get_all(filters={"user_id": "u1"})))
+    acme = Memory.objects.filter(org__slug="acme").exclude(kind="episode")
+    assert not acme.filter(user_id="u1", status="active").exists()
+    assert acme.filter(user_id="u2", status="active").exists()
+    assert AuditEvent.objects.filter(org__slug="acme", action="forget.execute").exists()
+    assert [u["name"] for u in client.users()["results"]] == ["u2"]
+
+
+@live
+def test_users_lists_the_users_with_memories(client):
+    add(client, "I prefer short answers.", user_id="alice", infer=False)
+    add(client, "I prefer long answers.", user_id="bob", infer=False)
+    add(client, "My farm is in Jilin.", user_id="bob", infer=False)
+    users = {u["name"]: u for u in client.users()["results"]}
+    assert set(users) == {"alice", "bob"}
+    assert users["bob"]["total_memories"] == 2 and users["bob"]["type"] == "user"
+
+
+@live
+def test_only_mem0_compat_keys_may_name_the_user(live_server, org):
+    plain = api_key_create(org=org, name="plain")[1]
+    client = MemoryClient(api_key=plain, host=live_server.url)
+    with pytest.raises(Mem0Error) as excinfo:
+        client.add("I like rice.", user_id="u1")
+    assert http_status(excinfo) == 403 and "mem0_compat" in excinfo.value.message
+    with pytest.raises(Mem0Error) as excinfo:
+        client.get_all(filters={"user_id": "u1"})
+    assert http_status(excinfo) == 403
+    pinned = MemoryClient(api_key=plain, host=live_server.url, client=httpx.Client(headers={"X-Memory-User": "u1"}))
+    add(pinned, "The irrigation pump is a Grundfos.", infer=False)
+    assert contents(pinned.get_all()) == ["The irrigation pump is a Grundfos."]
+    compat_pinned = MemoryClient(api_key=compat_key(org), host=live_server.url,
+                                 client=httpx.Client(headers={"X-Memory-User": "u1"}))
+    with pytest.raises(Mem0Error) as excinfo:
+        compat_pinned.get_all(filters={"user_id": "u2"})
+    assert http_status(excinfo) == 403
+    with pytest.raises(ValueError):
+        MemoryClient(api_key="mk_nope_nope", host=live_server.url)
+
+
+@live
+def test_unsupported_endpoints_are_501_and_unhonourable_options_400(client):
+    add(client, "I prefer tea.", user_id="u1", infer=False)
+    memory_id = client.get_all(filters={"user_id": "u1"})["results"][0]["id"]
+    for call, feature in ((lambda: client.batch_update([{"memory_id": memory_id, "text": "x"}]), "Batch"),
+                          (lambda: client.feedback(memory_id, "POSITIVE"), "feedback"),
+                          (lambda: client.create_memory_export("{}", user_id="u1"), "export"),
+                          (lambda: client.get_profile("u1"), "profile"),
+                          (lambda: client.delete_users(agent_id="bot"), "agent")):
+        with pytest.raises(Mem0Error) as excinfo:
+            call()
+        assert http_status(excinfo) == 501 and feature.lower() in excinfo.value.message.lower(), excinfo.value.message
+    for call, name in ((lambda: client.get_all(filters={"OR": [{"user_id": "u1"}, {"user_id": "u2"}]}), "filters.OR"),
+                       (lambda: client.search("tea", filters={"user_id": "u1", "categories": {"in": ["food"]}}),
+                        "filters.categories"),
+                       (lambda: client.search("tea", filters={"user_id": "u1"}, rerank=True), "rerank"),
+                       (lambda: client.search("tea", filters={"user_id": {"in": ["u1", "u2"]}}), "filters.user_id"),
+                       (lambda: client.add("x", user_id="u1", custom_instructions="only food"), "custom_instructions"),
+                       (lambda: client.add("x", user_id="u1", app_id="crm"), "app_id"),
+                       (lambda: client.delete_all(user_id="u1", agent_id="bot"), "agent_id")):
+        with pytest.raises(Mem0Error) as excinfo:
+            call()
+        assert http_status(excinfo) == 400 and name in excinfo.value.message, excinfo.value.message
+    assert client.get(memory_id)["memory"] == "I prefer tea."  # nothing refused changed anything
+
+
+@live
+def test_agent_and_run_ids_name_conversations_and_filter_by_them(client):
+    add(client, "I prefer metric units.", user_id="u1", agent_id="farm-bot", run_id="r1", infer=False)
+    add(client, "I prefer short answers.", user_id="u1", run_id="r2", infer=False)
+    in_r1 = client.get_all(filters={"AND": [{"user_id": "u1"}, {"run_id": "r1"}]})["results"]
+    assert [(m["memory"], m["agent_id"], m["run_id"]) for m in in_r1] == [("I prefer metric units.", "farm-bot", "r1")]
+    assert contents(client.get_all(filters={"user_id": "u1", "agent_id": "farm-bot"})) == ["I prefer metric units."]
+    assert len(client.get_all(filters={"user_id": "u1", "run_id": "*"})["results"]) == 2
+    found = client.search("answers", filters={"user_id": "u1", "run_id": "r2"})["results"]
+    assert [m["memory"] for m in found] == ["I prefer short answers."]
+
+
+@live
+def test_get_all_pages(client):
+    add(client, [{"role": "user", "content": text} for text in (
+        "The north field grows maize.", "Our tractor is a John Deere 6R.", "I want reports every Monday morning.")], user_id="u1", infer=False)
+    first = client.get_all(filters={"user_id": "u1"}, page=1, page_size=2)
+    assert first["count"] == 3 and len(first["results"]) == 2 and first["next"] and first["previous"] is None
+    second = client.get_all(filters={"user_id": "u1"}, page=2, page_size=2)
+    assert len(second["results"]) == 1 and second["next"] is None
+    assert not {m["id"] for m in first["results"]} & {m["id"] for m in second["results"]}
+
+
+@live
+def test_events_belong_to_their_org(client, other_client):
+    answer = client.add("I prefer tea.", user_id="u1", infer=False)
+    assert other_client.client.get(f"/v1/event/{answer['event_id']}/").status_code == 404
+    assert client.client.get("/v1/event/not-a-uuid/").status_code == 404
+    assert client.client.get(f"/v1/event/{answer['event_id']}/").json()["status"] == "SUCCEEDED"
