@@ -39,6 +39,8 @@ def _flatten(detail, path: str = "") -> list[str]:
 class Mem0Api(APIView):
     authentication_classes = [Mem0TokenAuthentication]
     permission_classes = [HasApiKey]
+    # Not in /api/schema/: these are Mem0's shapes, documented by Mem0 and in docs/mem0.md.
+    schema = None
 
     def handle_exception(self, exc):
         # The Mem0 client shows `detail`: name the field there too, not only in a nested body.
