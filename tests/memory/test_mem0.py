@@ -27,13 +27,27 @@ def compat_key(org) -> str:
 
 
 @pytest.fixture
-def client(live_server, org) -> MemoryClient:
-    return MemoryClient(api_key=compat_key(org), host=live_server.url)
+def connect(live_server):
+    """MemoryClient factory. Each client's HTTP connections are closed while the live server still
+    runs: a keep-alive socket left open would end its server thread after the test database is gone."""
+    made = []
+
+    def make(api_key: str, **kwargs) -> MemoryClient:
+        made.append(MemoryClient(api_key=api_key, host=live_server.url, **kwargs))
+        return made[-1]
+    yield make
+    for client in made:
+        client.client.close()
 
 
 @pytest.fixture
-def other_client(live_server, other_org) -> MemoryClient:
-    return MemoryClient(api_key=compat_key(other_org), host=live_server.url)
+def client(connect, org) -> MemoryClient:
+    return connect(compat_key(org))
+
+
+@pytest.fixture
+def other_client(connect, other_org) -> MemoryClient:
+    return connect(compat_key(other_org))
 
 
 def wait_event(client: MemoryClient, event_id: str, timeout: float = 30) -> dict:
@@ -187,28 +201,30 @@ def test_users_lists_the_users_with_memories(client):
     users = {u["name"]: u for u in client.users()["results"]}
     assert set(users) == {"alice", "bob"}
     assert users["bob"]["total_memories"] == 2 and users["bob"]["type"] == "user"
+    assert client.delete_users(user_id="bob") == {"message": "Entity deleted successfully."}
+    assert [u["name"] for u in client.users()["results"]] == ["alice"]
+    assert client.get_all(filters={"user_id": "bob"})["results"] == []
 
 
 @live
-def test_only_mem0_compat_keys_may_name_the_user(live_server, org):
+def test_only_mem0_compat_keys_may_name_the_user(connect, org):
     plain = api_key_create(org=org, name="plain")[1]
-    client = MemoryClient(api_key=plain, host=live_server.url)
+    client = connect(plain)
     with pytest.raises(Mem0Error) as excinfo:
         client.add("I like rice.", user_id="u1")
     assert http_status(excinfo) == 403 and "mem0_compat" in excinfo.value.message
     with pytest.raises(Mem0Error) as excinfo:
         client.get_all(filters={"user_id": "u1"})
     assert http_status(excinfo) == 403
-    pinned = MemoryClient(api_key=plain, host=live_server.url, client=httpx.Client(headers={"X-Memory-User": "u1"}))
+    pinned = connect(plain, client=httpx.Client(headers={"X-Memory-User": "u1"}))
     add(pinned, "The irrigation pump is a Grundfos.", infer=False)
     assert contents(pinned.get_all()) == ["The irrigation pump is a Grundfos."]
-    compat_pinned = MemoryClient(api_key=compat_key(org), host=live_server.url,
-                                 client=httpx.Client(headers={"X-Memory-User": "u1"}))
+    compat_pinned = connect(compat_key(org), client=httpx.Client(headers={"X-Memory-User": "u1"}))
     with pytest.raises(Mem0Error) as excinfo:
         compat_pinned.get_all(filters={"user_id": "u2"})
     assert http_status(excinfo) == 403
     with pytest.raises(ValueError):
-        MemoryClient(api_key="mk_nope_nope", host=live_server.url)
+        connect("mk_nope_nope")
 
 
 @live
@@ -266,3 +282,44 @@ def test_events_belong_to_their_org(client, other_client):
     assert other_client.client.get(f"/v1/event/{answer['event_id']}/").status_code == 404
     assert client.client.get("/v1/event/not-a-uuid/").status_code == 404
     assert client.client.get(f"/v1/event/{answer['event_id']}/").json()["status"] == "SUCCEEDED"
+
+
+@pytest.mark.service_only  # topology 2; the embedded profile runs tasks in the request (eager)
+@pytest.mark.worker
+@live
+def test_inferred_add_is_extracted_by_the_worker_and_its_event_says_when(own_index, celery_worker_session, client):
+    import threading
+
+    from celery.signals import task_postrun
+
+    ran, main = [], threading.current_thread()
+
+    def record(sender=None, **kwargs):
+        if threading.current_thread() is not main:
+            ran.append(sender.name)
+
+    task_postrun.connect(record, weak=False)
+    try:
+        answer = client.add("我家的主力拖拉机是东方红LX904。", user_id="u1")
+        event = wait_event(client, answer["event_id"], timeout=60)
+    finally:
+        task_postrun.disconnect(record)
+    assert event["status"] == "SUCCEEDED" and event["completed_at"], event
+    assert "memory.tasks.messages_extract" in ran  # the worker did it, not the request
+    [memory_id] = [r["id"] for r in event["results"] if r["event"] == "ADD"]
+    assert "东方红" in client.get(memory_id)["memory"]
+    assert any(m["id"] == memory_id for m in client.search("拖拉机是什么牌子", filters={"user_id": "u1"})["results"])
+
+
+def test_create_api_key_command_grants_the_mem0_scope(capsys, db):
+    from django.core.management import CommandError, call_command
+
+    from tenancy.services import api_key_verify
+
+    call_command("create_api_key", "acme", "--name", "mem0", "--mem0-compat")
+    key = api_key_verify(raw_key=capsys.readouterr().out.strip())
+    assert key is not None and key.scopes == [SCOPE_MEM0_COMPAT]
+    call_command("create_api_key", "acme", "--name", "plain")
+    assert api_key_verify(raw_key=capsys.readouterr().out.strip()).scopes == []
+    with pytest.raises(CommandError, match="Unknown scope"):
+        call_command("create_api_key", "acme", "--scope", "admin")
