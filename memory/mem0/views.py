@@ -27,8 +27,9 @@ from memory.services.memories import MemoryInput, SourceRef
 
 
 def _flatten(detail, path: str = "") -> list[str]:
-    if isinstance(detail, dict):
-        return [m for key, value in detail.items() for m in _flatten(value, f"{path}.{key}" if path else str(key))]
+    if isinstance(detail, dict):  # list items' errors come keyed by their index
+        return [m for key, value in detail.items()
+                for m in _flatten(value, f"{path}[{key}]" if str(key).isdigit() else (f"{path}.{key}" if path else str(key)))]
     if isinstance(detail, list):
         if all(not isinstance(d, (dict, list)) for d in detail):
             return [f"{path}: {d}" if path else str(d) for d in detail]

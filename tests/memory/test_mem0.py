@@ -323,3 +323,56 @@ def test_create_api_key_command_grants_the_mem0_scope(capsys, db):
     assert api_key_verify(raw_key=capsys.readouterr().out.strip()).scopes == []
     with pytest.raises(CommandError, match="Unknown scope"):
         call_command("create_api_key", "acme", "--scope", "admin")
+
+
+BAD_REQUESTS = [
+    ("post", "/v3/memories/add/", {"messages": "hi", "user_id": "u1"}, "messages"),
+    ("post", "/v3/memories/add/", {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+                                   "user_id": "u1"}, "messages[0].content"),
+    ("post", "/v3/memories/add/", {"messages": [{"role": "tool", "content": "42"}], "user_id": "u1"}, "messages[0].role"),
+    ("post", "/v3/memories/add/", {"messages": [{"role": "user", "content": "hi"}]}, "user_id"),
+    ("post", "/v3/memories/add/", {"messages": [{"role": "user", "content": "hi"}], "user_id": "u1",
+                                   "agent_id": "a|b"}, "agent_id"),
+    ("post", "/v3/memories/add/", {"messages": [{"role": "user", "content": "hi"}], "user_id": "u1",
+                                   "filters": {"user_id": "u2"}}, "conflicts"),
+    ("post", "/v3/memories/add/", {"messages": [{"role": "user", "content": "hi"}], "user_id": "u1",
+                                   "expiration_date": "2030-01-01"}, "expiration_date"),
+    ("post", "/v3/memories/add/", {"messages": [{"role": "user", "content": "hi"}], "user_id": "u1",
+                                   "surprise": True}, "surprise"),
+    ("post", "/v3/memories/search/", {"query": "x", "filters": "u1"}, "filters"),
+    ("post", "/v3/memories/search/", {"query": "x", "filters": {"user_id": "u1"}, "top_k": 0}, "top_k"),
+    ("post", "/v3/memories/search/", {"query": "x", "filters": {"user_id": "u1"}, "top_k": 10**6}, "top_k"),
+    ("post", "/v3/memories/search/", {"query": "x", "filters": {"user_id": "u1"}, "reference_date": "soon"},
+     "reference_date"),
+    ("post", "/v3/memories/search/", {"query": "x", "filters": {"user_id": "u1", "created_at": {"gte": "x"}}},
+     "filters.created_at.gte"),
+    ("post", "/v3/memories/search/", {"query": "x", "filters": {"AND": {"user_id": "u1"}}}, "filters.AND"),
+    ("post", "/v3/memories/search/", {"query": "x", "filters": {"user_id": "u1"}, "latest_only": False},
+     "latest_only"),
+    ("post", "/v3/memories/?page=0", {"filters": {"user_id": "u1"}}, "page"),
+    ("post", "/v3/memories/?page_size=100000", {"filters": {"user_id": "u1"}}, "page_size"),
+    ("delete", "/v1/memories/?user_id=u1&filters=x", None, "filters"),
+]
+
+
+@pytest.mark.parametrize("method,path,body,field", BAD_REQUESTS)
+def test_bad_input_is_a_400_naming_the_field(org, method, path, body, field):
+    from rest_framework.test import APIClient
+
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {compat_key(org)}")
+    response = getattr(api, method)(path, body, format="json")
+    assert response.status_code == 400, response.content
+    assert field in response.json()["detail"], response.json()
+
+
+def test_ids_that_name_nothing_are_404(org):
+    from rest_framework.test import APIClient
+
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {compat_key(org)}")
+    for path in ("/v1/memories/abc/", f"/v1/memories/{2**70}/", "/v1/memories/-1/", "/v1/memories/999/history/",
+                 "/v1/event/0b8c3c56-7c5b-4a3e-9a53-1a2b3c4d5e6f/"):
+        assert api.get(path).status_code == 404, path
+    assert APIClient().get("/v1/ping/").status_code == 401
+    assert APIClient().post("/v1/batch/", {}, format="json").status_code == 401  # 501 only after the key
