@@ -10,7 +10,7 @@ import pytest
 from mem0 import MemoryClient
 from mem0.exceptions import MemoryError as Mem0Error
 
-from memory.models import ForgetRule, Memory
+from memory.models import ForgetRule, Mem0AddEvent, Memory
 from tenancy.models import SCOPE_MEM0_COMPAT, AuditEvent
 from tenancy.services import api_key_create
 
@@ -86,6 +86,7 @@ def test_add_with_inference_extracts_chinese_memories_with_metadata(client):
     found = client.search("我有什么过敏？", filters={"user_id": "u1"})
     assert found["results"] and "花生" in found["results"][0]["memory"], found
     assert found["results"][0]["id"] == memory["id"] and "score" in found["results"][0]
+    assert found["results"][0]["metadata"] == {"source": "onboarding"}
 
 
 def http_status(excinfo) -> int:
@@ -132,7 +133,7 @@ def test_supersede_update_and_history_through_the_client(client):
 
 
 @live
-def test_second_user_and_second_org_never_see_the_memories(client, other_client):
+def test_second_user_and_second_org_never_see_the_memories(client, other_client, connect, org):
     add(client, "My vet is Dr. Wang.", user_id="u1")
     add(client, "I prefer tea over coffee.", user_id="u2")
     mine = client.get_all(filters={"user_id": "u1"})["results"]
@@ -144,6 +145,12 @@ def test_second_user_and_second_org_never_see_the_memories(client, other_client)
     assert other_client.search("Who is my vet?", filters={"user_id": "u1"})["results"] == []
     for call in (lambda: other_client.get(target["id"]), lambda: other_client.history(target["id"]),
                  lambda: other_client.update(target["id"], text="changed"), lambda: other_client.delete(target["id"])):
+        with pytest.raises(Mem0Error) as excinfo:
+            call()
+        assert http_status(excinfo) == 404
+    as_u2 = connect(compat_key(org), client=httpx.Client(headers={"X-Memory-User": "u2"}))
+    for call in (lambda: as_u2.get(target["id"]), lambda: as_u2.history(target["id"]),
+                 lambda: as_u2.delete(target["id"])):
         with pytest.raises(Mem0Error) as excinfo:
             call()
         assert http_status(excinfo) == 404
@@ -179,6 +186,7 @@ def test_delete_all_forgets_exactly_that_users_memories(client, other_client):
     add(client, "My daughter is called Mei.", user_id="u1")
     add(client, "I live in Dalian.", user_id="u2")
     add(other_client, "I live in Harbin.", user_id="u1")
+    add(client, "I prefer tea.", user_id="u1", infer=False, metadata={"note": "said at the fair"})
     with pytest.raises(Mem0Error) as excinfo:
         client.delete_all()  # no user: refused, never "every user"
     assert http_status(excinfo) == 400 and "user_id" in excinfo.value.message
@@ -190,6 +198,7 @@ def test_delete_all_forgets_exactly_that_users_memories(client, other_client):
     assert not acme.filter(user_id="u1", status="active").exists()
     assert acme.filter(user_id="u2", status="active").exists()
     assert AuditEvent.objects.filter(org__slug="acme", action="forget.execute").exists()
+    assert not Mem0AddEvent.objects.filter(org__slug="acme", user_id="u1").exclude(metadata={}).exists()
     assert [u["name"] for u in client.users()["results"]] == ["u2"]
 
 
