@@ -15,7 +15,7 @@ def event_status(event: Mem0AddEvent) -> tuple[str, dict]:
     """(status, timings) of an add."""
     if not event.infer:
         return "SUCCEEDED", {"started_at": event.created_at, "completed_at": event.created_at}
-    rows = Message.objects.filter(org_id=event.org_id, external_ref=event.ref)
+    rows = Message.objects.filter(org_id=event.org_id, conversation_id=event.conversation_id, external_ref=event.ref)
     total = rows.count()
     done = rows.filter(extracted_at__isnull=False)
     finished = done.count()
@@ -28,8 +28,9 @@ def event_status(event: Mem0AddEvent) -> tuple[str, dict]:
 def event_results(event: Mem0AddEvent) -> list[dict]:
     """What the add did to long-term memory: ADD for a memory it created, NOOP for one it
     restated (a duplicate: the memory gained a source), each with the ids it superseded."""
-    sources = (MemorySource.objects.filter(external_ref=event.ref, memory__org_id=event.org_id,
-                                           memory__user_id=event.user_id)
+    # By conversation first (an indexed foreign key); the ref then picks this add's sources.
+    sources = (MemorySource.objects.filter(conversation_id=event.conversation_id, external_ref=event.ref,
+                                           memory__org_id=event.org_id, memory__user_id=event.user_id)
                .exclude(memory__kind="episode").values_list("memory_id", "version__n"))
     created: dict[int, bool] = {}
     for memory_id, n in sources:

@@ -93,11 +93,11 @@ class AddApi(Mem0Api):
         org = request.user.org
         user_id = acting_user(request.user, filters.user_id)
         at = datetime.fromtimestamp(v["timestamp"], tz=dt_timezone.utc) if "timestamp" in v else timezone.now()
-        conversation = conversation_for(org=org, user_id=user_id, agent_id=filters.agent_id, run_id=filters.run_id)
-        event = Mem0AddEvent(event_id=uuid.uuid4(), org=org, user_id=user_id, conversation=conversation,
-                             infer=v["infer"], metadata=v.get("metadata") or {}, message_count=len(v["messages"]))
-        with transaction.atomic():
-            event.save()
+        with transaction.atomic():  # the conversation, the event and its messages or memories: all or nothing
+            conversation = conversation_for(org=org, user_id=user_id, agent_id=filters.agent_id, run_id=filters.run_id)
+            event = Mem0AddEvent.objects.create(event_id=uuid.uuid4(), org=org, user_id=user_id, conversation=conversation,
+                                                infer=v["infer"], metadata=v.get("metadata") or {},
+                                                message_count=len(v["messages"]))
             if v["infer"]:
                 # The normal write path: append, then extraction on commit (forget rules, dedup, supersede, sources).
                 messages_append(conversation=conversation, user_id=user_id, messages=[

@@ -385,3 +385,17 @@ def test_ids_that_name_nothing_are_404(org):
         assert api.get(path).status_code == 404, path
     assert APIClient().get("/v1/ping/").status_code == 401
     assert APIClient().post("/v1/batch/", {}, format="json").status_code == 401  # 501 only after the key
+
+
+@live
+def test_an_org_that_reviews_forgets_gets_a_pending_deletion(client, org):
+    org.forget_requires_approval = True
+    org.save(update_fields=["forget_requires_approval"])
+    event = add(client, "I prefer tea.", user_id="u1", infer=False)
+    memory_id = event["results"][0]["id"]
+    answer = client.delete(memory_id)
+    assert answer["status"] == "pending" and answer["forget_request_id"], answer
+    assert client.get(memory_id)["memory"] == "I prefer tea."  # nothing forgotten before an operator approves
+    from memory.models import ForgetRequest
+
+    assert ForgetRequest.objects.get(id=int(answer["forget_request_id"])).status == "pending"
