@@ -49,7 +49,10 @@ def check_id(value, where: str) -> str:
 def parse_when(value, where: str, *, end: bool = False) -> datetime:
     """ISO date or datetime, or a Unix timestamp. A bare date as an upper bound means its end."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return datetime.fromtimestamp(value, tz=dt_timezone.utc)
+        try:
+            return datetime.fromtimestamp(value, tz=dt_timezone.utc)
+        except (OverflowError, OSError, ValueError):  # NaN, or beyond the years a datetime holds
+            raise Mem0BadRequest(f"{where}: not a representable Unix timestamp.")
     if isinstance(value, str):
         parsed = parse_datetime(value)
         if parsed is not None:

@@ -12,6 +12,7 @@ from tenancy.api import StrictCharField, StrictSerializer
 
 ROLES = ("user", "assistant", "system")  # tool results need their call ids: /api/v1 takes those
 _DT = serializers.DateTimeField()
+MAX_TIMESTAMP = 253402300799  # 9999-12-31T23:59:59Z, the last second a datetime holds
 
 
 def refuse(data: dict, reasons: dict[str, str]) -> None:
@@ -52,7 +53,7 @@ class AddInputSerializer(StrictSerializer):
     filters = serializers.JSONField(required=False)
     metadata = serializers.DictField(required=False, allow_null=True)
     infer = serializers.BooleanField(required=False, default=True)
-    timestamp = serializers.IntegerField(required=False, min_value=0, max_value=2**41)
+    timestamp = serializers.IntegerField(required=False, min_value=0, max_value=MAX_TIMESTAMP)
     expiration_date = serializers.DateField(required=False, allow_null=True)
     async_mode = serializers.BooleanField(required=False)
     output_format = serializers.ChoiceField(choices=["v1.1"], required=False)

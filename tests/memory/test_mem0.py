@@ -244,6 +244,11 @@ def test_unsupported_endpoints_are_501_and_unhonourable_options_400(client):
                           (lambda: client.feedback(memory_id, "POSITIVE"), "feedback"),
                           (lambda: client.create_memory_export("{}", user_id="u1"), "export"),
                           (lambda: client.get_profile("u1"), "profile"),
+                          (lambda: client.get_summary({"user_id": "u1"}), "summar"),
+                          (lambda: client.get_project(), "projects"),
+                          (lambda: client.project.get(), "projects"),
+                          (lambda: client.get_webhooks("default"), "webhooks"),
+                          (lambda: client.get_profile_settings(), "profile"),
                           (lambda: client.delete_users(agent_id="bot"), "agent")):
         with pytest.raises(Mem0Error) as excinfo:
             call()
@@ -361,6 +366,13 @@ BAD_REQUESTS = [
     ("post", "/v3/memories/?page=0", {"filters": {"user_id": "u1"}}, "page"),
     ("post", "/v3/memories/?page_size=100000", {"filters": {"user_id": "u1"}}, "page_size"),
     ("delete", "/v1/memories/?user_id=u1&filters=x", None, "filters"),
+    ("post", "/v3/memories/add/", {"messages": [{"role": "user", "content": "hi"}], "user_id": "u1",
+                                   "timestamp": 2**41}, "timestamp"),
+    ("post", "/v3/memories/search/", {"query": "x", "filters": {"user_id": "u1"}, "reference_date": 10**20},
+     "reference_date"),
+    ("post", "/v3/memories/", {"filters": {"user_id": "u1", "updated_at": {"lt": 1e300}}}, "filters.updated_at.lt"),
+    ("post", "/v3/memories/", {"filters": {"user_id": 7}}, "filters.user_id"),
+    ("post", "/v3/memories/", [{"user_id": "u1"}], "non_field_errors"),
 ]
 
 
@@ -399,3 +411,38 @@ def test_an_org_that_reviews_forgets_gets_a_pending_deletion(client, org):
     from memory.models import ForgetRequest
 
     assert ForgetRequest.objects.get(id=int(answer["forget_request_id"])).status == "pending"
+
+
+FIELDS = ["messages", "user_id", "agent_id", "run_id", "filters", "metadata", "infer", "timestamp", "query", "top_k",
+          "threshold", "reference_date", "text", "expiration_date", "page", "AND", "created_at", "role", "content"]
+
+
+def _json_bodies():
+    from hypothesis import strategies as st
+
+    scalars = st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False, allow_infinity=False) | \
+        st.text(max_size=12) | st.sampled_from(["u1", "*", "2026-01-01", "user", "gte"])
+    values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) |
+                          st.dictionaries(st.sampled_from(FIELDS) | st.text(max_size=5), inner, max_size=3), max_leaves=8)
+    return st.dictionaries(st.sampled_from(FIELDS), values, max_size=5) | values
+
+
+ENDPOINTS = [("post", "/v3/memories/add/"), ("post", "/v3/memories/search/"), ("post", "/v3/memories/"),
+             ("put", "/v1/memories/1/"), ("post", "/v3/memories/?page=2&page_size=3")]
+
+
+@pytest.mark.parametrize("method,path", ENDPOINTS)
+def test_fuzzed_bodies_never_answer_5xx(org, method, path):
+    from hypothesis import HealthCheck, given, settings as hsettings
+    from rest_framework.test import APIClient
+
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {compat_key(org)}")
+
+    @hsettings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "40")), deadline=None, derandomize=True,
+               suppress_health_check=list(HealthCheck))
+    @given(body=_json_bodies())
+    def check(body):
+        response = getattr(api, method)(path, body, format="json")
+        assert response.status_code < 500, (body, response.content)
+    check()
