@@ -446,3 +446,20 @@ def test_fuzzed_bodies_never_answer_5xx(org, method, path):
         response = getattr(api, method)(path, body, format="json")
         assert response.status_code < 500, (body, response.content)
     check()
+
+
+@live
+def test_the_async_client_works_too(live_server, org):
+    import anyio
+    from mem0 import AsyncMemoryClient
+
+    key = compat_key(org)
+
+    async def main():
+        async with AsyncMemoryClient(api_key=key, host=live_server.url) as client:
+            answer = await client.add("我们合作社的烘干机是南京买的。", user_id="u1", infer=False)
+            found = await client.search("烘干机在哪里买的", filters={"user_id": "u1"})
+            return answer, found
+    answer, found = anyio.run(main)
+    assert answer["status"] == "SUCCEEDED"
+    assert found["results"][0]["memory"] == "我们合作社的烘干机是南京买的。"
