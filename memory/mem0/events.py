@@ -26,18 +26,19 @@ def event_status(event: Mem0AddEvent) -> tuple[str, dict]:
 
 
 def event_results(event: Mem0AddEvent) -> list[dict]:
-    """What the add did to long-term memory: ADD for a memory it created, NOOP for one it
-    restated (a duplicate: the memory gained a source), each with the ids it superseded."""
+    """What the add did to long-term memory: ADD for a memory it created (its first source is this
+    add), NOOP for one it restated (a duplicate gains a source), each with the ids it superseded."""
     # By conversation first (an indexed foreign key); the ref then picks this add's sources.
-    sources = (MemorySource.objects.filter(conversation_id=event.conversation_id, external_ref=event.ref,
-                                           memory__org_id=event.org_id, memory__user_id=event.user_id)
-               .exclude(memory__kind="episode").values_list("memory_id", "version__n"))
-    created: dict[int, bool] = {}
-    for memory_id, n in sources:
-        created[memory_id] = created.get(memory_id, False) or n == 1
-    memories = Memory.objects.filter(id__in=created).exclude(status="forgotten").order_by("id")
+    ids = set(MemorySource.objects.filter(conversation_id=event.conversation_id, external_ref=event.ref,
+                                          memory__org_id=event.org_id, memory__user_id=event.user_id)
+              .exclude(memory__kind="episode").values_list("memory_id", flat=True))
+    firsts = dict(MemorySource.objects.filter(memory_id__in=ids).values("memory_id").annotate(first=Min("id"))
+                  .values_list("memory_id", "first"))
+    first_refs = dict(MemorySource.objects.filter(id__in=firsts.values()).values_list("id", "external_ref"))
+    memories = Memory.objects.filter(id__in=ids).exclude(status="forgotten").order_by("id")
     superseded: dict[int, list[str]] = {}
-    for old_id, new_id in Memory.objects.filter(superseded_by_id__in=created).values_list("id", "superseded_by_id"):
+    for old_id, new_id in Memory.objects.filter(superseded_by_id__in=ids).values_list("id", "superseded_by_id"):
         superseded.setdefault(new_id, []).append(str(old_id))
-    return [{"id": str(m.id), "event": "ADD" if created[m.id] else "NOOP", "data": {"memory": m.content},
-             "status": m.status, "supersedes": superseded.get(m.id, [])} for m in memories]
+    return [{"id": str(m.id), "event": "ADD" if first_refs.get(firsts.get(m.id)) == event.ref else "NOOP",
+             "data": {"memory": m.content}, "status": m.status, "supersedes": superseded.get(m.id, [])}
+            for m in memories]

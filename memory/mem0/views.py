@@ -20,7 +20,8 @@ from memory.mem0 import serializers as s
 from memory.mem0.events import event_results, event_status
 from memory.mem0.identity import (HasApiKey, Mem0BadRequest, Mem0NotSupported, Mem0TokenAuthentication, acting_user,
                                   may_name_users, user_pin)
-from memory.mem0.scoping import ENTITY_KEYS, Filters, apply_filters, conversation_for, conversations_matching, parse_filters, parse_when
+from memory.mem0.scoping import (ENTITY_KEYS, Filters, apply_filters, conversation_for, conversations_matching,
+                                 parse_filters, parse_when)
 from memory.models import Mem0AddEvent, Memory
 from memory.services.forget import forget_request_create
 from memory.services.memories import MemoryInput, SourceRef

@@ -87,6 +87,9 @@ def test_add_with_inference_extracts_chinese_memories_with_metadata(client):
     assert found["results"] and "花生" in found["results"][0]["memory"], found
     assert found["results"][0]["id"] == memory["id"] and "score" in found["results"][0]
     assert found["results"][0]["metadata"] == {"source": "onboarding"}
+    again = add(client, "我对花生过敏，请记住。", user_id="u1")  # a restatement: no second copy
+    assert {(r["id"], r["event"]) for r in again["results"]} == {(memory["id"], "NOOP")}, again
+    assert client.get_all(filters={"user_id": "u1"})["count"] == page["count"]
 
 
 def http_status(excinfo) -> int:
