@@ -168,9 +168,35 @@ class UpdateInputSerializer(StrictSerializer):
 
     def validate(self, attrs):
         refuse(attrs, {"timestamp": "when a memory became known is not rewritten; history keeps every version."})
-        if not attrs:
+        if not set(attrs) - {"memory_id"}:
             raise Mem0BadRequest("text, metadata or expiration_date: give at least one.")
         return attrs
+
+
+class BatchUpdateItemSerializer(UpdateInputSerializer):
+    memory_id = serializers.CharField(max_length=40)
+
+
+class BatchDeleteItemSerializer(StrictSerializer):
+    memory_id = serializers.CharField(max_length=40)
+
+
+def _batch_serializer(item):
+    class BatchInputSerializer(StrictSerializer):
+        memories = item(many=True, allow_empty=False)
+
+        def validate_memories(self, value):
+            if len(value) > settings.MAX_BATCH_MESSAGES:
+                raise serializers.ValidationError(f"At most {settings.MAX_BATCH_MESSAGES} memories per batch.")
+            ids = [entry["memory_id"] for entry in value]
+            if len(set(ids)) != len(ids):
+                raise serializers.ValidationError("Each memory_id at most once per batch.")
+            return value
+    return BatchInputSerializer
+
+
+BatchUpdateInputSerializer = _batch_serializer(BatchUpdateItemSerializer)
+BatchDeleteInputSerializer = _batch_serializer(BatchDeleteItemSerializer)
 
 
 # ------------------------------------------------------------------------------------------------ outputs

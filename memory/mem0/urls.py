@@ -1,7 +1,7 @@
 """Mounted at the root (config/urls.py): these are the paths `mem0ai`'s MemoryClient calls."""
 from django.urls import path, re_path
 
-from memory.mem0 import views
+from memory.mem0 import batch, views
 from memory.mem0.unsupported import not_supported
 
 urlpatterns = [
@@ -21,7 +21,7 @@ urlpatterns = [
     path("v1/memories/search/", not_supported("v1 search", "use POST /v3/memories/search/")),
     path("v2/memories/", not_supported("v2 get_all", "use POST /v3/memories/")),
     path("v2/memories/search/", not_supported("v2 search", "use POST /v3/memories/search/")),
-    path("v1/batch/", not_supported("Batch update/delete", "update or delete memories one by one")),
+    path("v1/batch/", batch.BatchApi.as_view(), name="mem0-batch"),
     path("v1/exports/", not_supported("Memory exports")),
     path("v1/exports/get/", not_supported("Memory exports")),
     path("v1/summary/", not_supported("Export summaries")),

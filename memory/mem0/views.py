@@ -229,19 +229,10 @@ class MemoryDetailApi(Mem0Api):
         memory = _load(request, memory_id)
         data = s.UpdateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        v = data.validated_data
         if memory.status != "active":
             return Response({"detail": f"Memory is {memory.status}; only active memories can be updated."}, status=409)
-        actor = _actor(request, memory.user_id)
-        metadata = (v["metadata"] or {}) if "metadata" in v else None
         try:
-            if "text" in v:
-                memory = services.memory_update(memory_id=memory.id, content=v["text"], actor=actor, metadata=metadata)
-                metadata = None
-            if metadata is not None or "expiration_date" in v:
-                memory = services.memory_annotate(memory_id=memory.id, actor=actor, metadata=metadata,
-                                                  valid_to=_end_of(v.get("expiration_date")),
-                                                  clear_valid_to="expiration_date" in v and v["expiration_date"] is None)
+            memory = _update(request, memory, data.validated_data)
         except ValueError:  # lost a race with a supersede or forget
             return Response({"detail": "Memory is no longer active; only active memories can be updated."}, status=409)
         return Response({**_results([memory])[0], "message": "Memory updated successfully!"})
@@ -258,6 +249,20 @@ class MemoryDetailApi(Mem0Api):
         req = forget_request_create(org=memory.org, subject_user=memory.user_id, requested_by=_actor(request, memory.user_id),
                                     target="memory", memory_ids=ids, include_messages=False, via="api", execute_inline=True)
         return _forget_answer(req, "Memory deleted successfully!")
+
+
+def _update(request, memory: Memory, v: dict) -> Memory:
+    """`text` adds a content version; metadata and expiry alone change no content."""
+    actor = _actor(request, memory.user_id)
+    metadata = (v["metadata"] or {}) if "metadata" in v else None
+    if "text" in v:
+        memory = services.memory_update(memory_id=memory.id, content=v["text"], actor=actor, metadata=metadata)
+        metadata = None
+    if metadata is not None or "expiration_date" in v:
+        memory = services.memory_annotate(memory_id=memory.id, actor=actor, metadata=metadata,
+                                          valid_to=_end_of(v.get("expiration_date")),
+                                          clear_valid_to="expiration_date" in v and v["expiration_date"] is None)
+    return memory
 
 
 class MemoryHistoryApi(Mem0Api):

@@ -243,8 +243,7 @@ def test_only_mem0_compat_keys_may_name_the_user(connect, org):
 def test_unsupported_endpoints_are_501_and_unhonourable_options_400(client):
     add(client, "I prefer tea.", user_id="u1", infer=False)
     memory_id = client.get_all(filters={"user_id": "u1"})["results"][0]["id"]
-    for call, feature in ((lambda: client.batch_update([{"memory_id": memory_id, "text": "x"}]), "Batch"),
-                          (lambda: client.feedback(memory_id, "POSITIVE"), "feedback"),
+    for call, feature in ((lambda: client.feedback(memory_id, "POSITIVE"), "feedback"),
                           (lambda: client.create_memory_export("{}", user_id="u1"), "export"),
                           (lambda: client.get_profile("u1"), "profile"),
                           (lambda: client.get_summary({"user_id": "u1"}), "summar"),
@@ -466,3 +465,31 @@ def test_the_async_client_works_too(live_server, org):
     answer, found = anyio.run(main)
     assert answer["status"] == "SUCCEEDED"
     assert found["results"][0]["memory"] == "我们合作社的烘干机是南京买的。"
+
+
+@live
+def test_batch_update_and_delete_check_every_id_first(client, other_client):
+    add(client, [{"role": "user", "content": text} for text in (
+        "The north field grows maize.", "Our tractor is a John Deere 6R.", "I want reports every Monday morning.")],
+        user_id="u1", infer=False)
+    ids = {m["memory"]: m["id"] for m in client.get_all(filters={"user_id": "u1"})["results"]}
+    field, tractor, reports = ids["The north field grows maize."], ids["Our tractor is a John Deere 6R."], \
+        ids["I want reports every Monday morning."]
+    answer = client.batch_update([{"memory_id": field, "text": "The north field grows soybeans."},
+                                  {"memory_id": tractor, "metadata": {"checked": True}}])
+    assert answer == {"message": "Successfully updated 2 memories."}
+    assert client.get(field)["memory"] == "The north field grows soybeans."
+    assert client.get(tractor)["metadata"] == {"checked": True}
+    with pytest.raises(Mem0Error) as excinfo:  # another org's id: nothing changes, not even the first item
+        other_client.batch_update([{"memory_id": field, "text": "x"}])
+    assert http_status(excinfo) == 404
+    with pytest.raises(Mem0Error) as excinfo:
+        client.batch_update([{"memory_id": reports, "text": "Reports on Fridays."}, {"memory_id": "999999", "text": "x"}])
+    assert http_status(excinfo) == 404 and "memories[1]" in excinfo.value.message
+    assert client.get(reports)["memory"] == "I want reports every Monday morning."
+
+    assert client.batch_delete([{"memory_id": field}, {"memory_id": tractor}]) == {
+        "message": "Successfully deleted 2 memories."}
+    assert contents(client.get_all(filters={"user_id": "u1"})) == ["I want reports every Monday morning."]
+    assert Memory.objects.filter(id__in=[int(field), int(tractor)], status="forgotten").count() == 2
+    assert ForgetRule.objects.filter(org__slug="acme", user_id="u1").exists()
