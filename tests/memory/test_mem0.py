@@ -415,7 +415,7 @@ def test_an_org_that_reviews_forgets_gets_a_pending_deletion(client, org):
     assert ForgetRequest.objects.get(id=int(answer["forget_request_id"])).status == "pending"
 
 
-FIELDS = ["messages", "user_id", "agent_id", "run_id", "filters", "metadata", "infer", "timestamp", "query", "top_k",
+FIELDS = ["messages", "memories", "memory_id", "user_id", "agent_id", "run_id", "filters", "metadata", "infer", "timestamp", "query", "top_k",
           "threshold", "reference_date", "text", "expiration_date", "page", "AND", "created_at", "role", "content"]
 
 
@@ -430,7 +430,8 @@ def _json_bodies():
 
 
 ENDPOINTS = [("post", "/v3/memories/add/"), ("post", "/v3/memories/search/"), ("post", "/v3/memories/"),
-             ("put", "/v1/memories/1/"), ("post", "/v3/memories/?page=2&page_size=3")]
+             ("put", "/v1/memories/1/"), ("post", "/v3/memories/?page=2&page_size=3"), ("put", "/v1/batch/"),
+             ("delete", "/v1/batch/")]
 
 
 @pytest.mark.parametrize("method,path", ENDPOINTS)
