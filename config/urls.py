@@ -22,4 +22,6 @@ urlpatterns = [
     # Console pages live under the admin prefix and before it, so the admin's catch-all never shadows them.
     path("admin/console/", include("console.urls")),
     path("admin/", admin.site.urls),
+    # The Mem0-compatible surface (docs/mem0.md) at the root paths `mem0ai`'s MemoryClient calls.
+    path("", include("memory.mem0.urls")),
 ]

@@ -40,6 +40,9 @@ class Memory(models.Model):
     created_by = models.CharField(max_length=10, choices=CREATED_BY_CHOICES, default="extractor")
     version = models.PositiveIntegerField(default=1)
     projected_version = models.PositiveIntegerField(default=0)
+    # The client's own key/value metadata (the Mem0 surface's `metadata`): kept and returned, never
+    # interpreted. Cleared when the memory is forgotten, like its content.
+    metadata = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -268,3 +271,26 @@ class MemoryConflict(models.Model):
 
     def __str__(self) -> str:
         return f"conflict {self.id} ({self.older_id} vs {self.newer_id}, {self.status})"
+
+
+class Mem0AddEvent(models.Model):
+    """One `POST /v3/memories/add/` of the Mem0-compatible surface (memory/mem0/). Its messages and
+    explicit memories carry `external_ref = "mem0:<event_id>"`, so the event's status and results
+    are read from the system of record; this row only keeps who added it and the metadata that
+    extraction attaches to what it derives. Holds no message text."""
+
+    event_id = models.UUIDField(unique=True)
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
+    user_id = models.CharField(max_length=128)
+    conversation = models.ForeignKey(Conversation, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    infer = models.BooleanField(default=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    message_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["org", "user_id"])]
+
+    @property
+    def ref(self) -> str:
+        return f"mem0:{self.event_id}"

@@ -19,6 +19,12 @@ class Org(models.Model):
         return self.slug
 
 
+# Scopes a key can carry. `mem0_compat`: the key may name the acting user in a Mem0 request body
+# (`user_id`), the same trust as the X-Memory-User header (docs/mem0.md).
+SCOPE_MEM0_COMPAT = "mem0_compat"
+API_KEY_SCOPES = (SCOPE_MEM0_COMPAT,)
+
+
 class ApiKey(models.Model):
     """Machine credentials of an agent service. Only a SHA-256 of the secret is stored."""
 
@@ -40,6 +46,9 @@ class ApiKey(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+    def has_scope(self, scope: str) -> bool:
+        return scope in (self.scopes or [])
 
 
 class AuditEvent(models.Model):

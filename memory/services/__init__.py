@@ -2,6 +2,7 @@
 from memory.services.memories import (  # noqa: F401
     MemoryInput,
     WriteOutcome,
+    memory_annotate,
     memory_create,
     memory_invalidate,
     memory_touch,

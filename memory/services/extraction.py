@@ -1,5 +1,6 @@
 """From stored messages to memories: episodes plus extracted candidates, idempotent per message."""
 import logging
+import uuid
 from datetime import timedelta
 
 from django.conf import settings
@@ -37,6 +38,22 @@ def _recent_turns(message: Message) -> list[tuple[str, str]]:
     return list(reversed(rows))
 
 
+def _client_metadata(message: Message) -> dict:
+    """Metadata the client attached to the add that brought this message (the Mem0 surface), so
+    what extraction derives from it carries it too."""
+    from memory.models import Mem0AddEvent
+
+    ref = message.external_ref or ""
+    if not ref.startswith("mem0:"):
+        return {}
+    try:
+        event_id = uuid.UUID(ref[len("mem0:"):])
+    except ValueError:
+        return {}
+    return (Mem0AddEvent.objects.filter(event_id=event_id, org_id=message.org_id, user_id=message.user_id)
+            .values_list("metadata", flat=True).first()) or {}
+
+
 def _episode_exists(message: Message) -> Memory | None:
     return Memory.objects.filter(kind="episode", sources__message_id=message.id).exclude(
         status__in=["forgotten"]).first()
@@ -67,13 +84,14 @@ def message_extract(message: Message, *, reextract: bool = False, episode_vector
     entity_ids = list(EntityMention.objects.filter(message=message).values_list("entity_id", flat=True))
     source = SourceRef(message_id=message.id, conversation_id=message.conversation_id, external_ref=message.external_ref)
     org = message.org
+    metadata = _client_metadata(message)
     if _episode_exists(message) is None:
         outcome = memory_write(MemoryInput(
             org=org, user_id=message.user_id, kind="episode",
             assertion="user_stated" if message.role == "user" else "model_suggestion",
             content=message.content, scope="user", conversation_id=message.conversation_id, importance=0.3,
             occurred_at=message.occurred_at, created_at=message.occurred_at, entity_ids=entity_ids, sources=[source],
-            created_by="extractor", actor=f"extractor:{message.role}",
+            created_by="extractor", actor=f"extractor:{message.role}", metadata=metadata,
         ), vector=episode_vector)
         counts[f"episode_{outcome.action}"] = 1
     for candidate in result.candidates:
@@ -89,7 +107,7 @@ def message_extract(message: Message, *, reextract: bool = False, episode_vector
             occurred_at=candidate.occurred_at or (message.occurred_at if candidate.kind == "event" else None),
             created_at=message.occurred_at, entity_ids=entity_ids, sources=[source], created_by="extractor",
             actor=result.produced_by, change=candidate.change,
-            supersedes=[short_to_id[s] for s in candidate.supersedes if s in short_to_id],
+            supersedes=[short_to_id[s] for s in candidate.supersedes if s in short_to_id], metadata=metadata,
         )
         if candidate.operation == "NOOP":
             action = "restated" if memory_restated(inp) is not None else "noop"

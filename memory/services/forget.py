@@ -44,7 +44,10 @@ def forget_preview(*, org: Org, user_id: str, query: str, k: int = 20) -> list[t
 
 @retry_on_contention
 def forget_request_create(*, org: Org, subject_user: str, requested_by: str, target: str, memory_ids: list[int] | None = None,
-                          query: str = "", include_messages: bool = False, via: str = "api") -> ForgetRequest:
+                          query: str = "", include_messages: bool = False, via: str = "api",
+                          execute_inline: bool = False) -> ForgetRequest:
+    """`execute_inline`: an approved request runs in this process before returning instead of on a
+    worker (the Mem0 surface, whose delete answers "deleted", not "queued")."""
     owned = list(Memory.objects.filter(org=org, user_id=subject_user, id__in=memory_ids or []).values_list("id", flat=True))
     request = ForgetRequest.objects.create(
         org=org, subject_user=subject_user, requested_by=requested_by[:200], requested_via=via, target=target,
@@ -54,12 +57,13 @@ def forget_request_create(*, org: Org, subject_user: str, requested_by: str, tar
                  action="forget.request", target_type="forget_request", target_id=str(request.id),
                  detail={"target": target, "memories": len(owned)})
     if via == "api" and not org.forget_requires_approval:
-        forget_request_decide(request=request, approve=True, operator="auto-approve")
+        forget_request_decide(request=request, approve=True, operator="auto-approve", execute_inline=execute_inline)
     return request
 
 
 @retry_on_contention
-def forget_request_decide(*, request: ForgetRequest, approve: bool, operator: str) -> ForgetRequest:
+def forget_request_decide(*, request: ForgetRequest, approve: bool, operator: str,
+                          execute_inline: bool = False) -> ForgetRequest:
     if request.status != "pending":
         return request
     request.status = "approved" if approve else "rejected"
@@ -70,7 +74,10 @@ def forget_request_decide(*, request: ForgetRequest, approve: bool, operator: st
     audit_record(org=request.org, actor=operator, actor_kind="operator" if operator != "auto-approve" else "system",
                  action="forget.approve" if approve else "forget.reject", target_type="forget_request",
                  target_id=str(request.id))
-    if approve:
+    if approve and execute_inline:
+        forget_request_execute(request_id=request.id)
+        request.refresh_from_db()
+    elif approve:
         from memory.enqueue import enqueue
         from memory.tasks import forget_request_execute as forget_request_execute_task
 
@@ -97,7 +104,7 @@ def _memory_forget(memory_id: int, request: ForgetRequest | None) -> tuple[bool,
         MemoryVersion.objects.filter(memory=memory).update(content="", redacted=True)
         MemoryEmbedding.objects.filter(memory=memory).delete()
         Memory.objects.filter(id=memory.id).update(
-            content="", status="forgotten", active_hash=None, invalidated_at=timezone.now(), invalid_reason="forgotten",
+            content="", metadata={}, status="forgotten", active_hash=None, invalidated_at=timezone.now(), invalid_reason="forgotten",
             version=memory.version + 1, updated_at=timezone.now())
         audit_record(org=memory.org, actor=f"forget_request:{request.id}" if request else "system", actor_kind="system",
                      action="memory.forget", target_type="memory", target_id=str(memory.id),
@@ -147,6 +154,10 @@ def forget_request_execute(*, request_id: int) -> ForgetRequest:
             HistorySummary.objects.filter(conversation__org=org, conversation__owner_user=user_id).delete()
     if request.target == "user":
         memory_cache.drop_user(org.id, user_id)
+        # The client metadata of the user's Mem0 adds may name things too: it goes with the rest.
+        from memory.models import Mem0AddEvent
+
+        Mem0AddEvent.objects.filter(org=org, user_id=user_id).update(metadata={})
     request.status, request.executed_at, request.query = "executed", timezone.now(), ""
     request.result = {"memories_forgotten": forgotten, "messages_redacted": redacted}
     request.save(update_fields=["status", "executed_at", "query", "result"])

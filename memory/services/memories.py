@@ -58,6 +58,7 @@ class MemoryInput:
     actor: str = ""
     change: str | None = None  # correction | migration | update: replaces the same slot's older value
     supersedes: list[int] = field(default_factory=list)  # memory ids an LLM said this replaces
+    metadata: dict = field(default_factory=dict)  # the client's key/value metadata, kept as given
 
 
 @dataclass
@@ -253,7 +254,7 @@ def _create_row(inp: MemoryInput, digest: str, reason: str) -> Memory:
         assertion=inp.assertion, slot_key=inp.slot_key or None, status="active", content=inp.content,
         content_hash=digest, active_hash=None if inp.kind == "episode" else digest, importance=inp.importance,
         valid_from=inp.valid_from, valid_to=inp.valid_to, occurred_at=inp.occurred_at, created_at=created_at,
-        created_by=inp.created_by, version=1,
+        created_by=inp.created_by, version=1, metadata=inp.metadata or {},
     )
     # org and conversation come from authentication and a checked conversation: skip their FK lookups.
     memory.full_clean(exclude=["org", "conversation"], validate_unique=False, validate_constraints=False)
@@ -287,7 +288,8 @@ def memory_create(inp: MemoryInput) -> WriteOutcome:
 @retry_on_contention
 def memory_update(*, memory_id: int, content: str, actor: str, created_by: str = "api", reason: str = "UPDATE",
                   sources: list[SourceRef] | None = None, importance: float | None = None,
-                  valid_from: datetime | None = None, valid_to: datetime | None = None) -> Memory:
+                  valid_from: datetime | None = None, valid_to: datetime | None = None,
+                  metadata: dict | None = None) -> Memory:
     """Adds a version; earlier versions are never rewritten."""
     embedder = active_embedder()
     vector = embedder.encode_one(content)
@@ -301,7 +303,8 @@ def memory_update(*, memory_id: int, content: str, actor: str, created_by: str =
         memory.active_hash = None if memory.kind == "episode" else digest
         memory.version += 1
         fields = ["content", "content_hash", "active_hash", "version", "updated_at"]
-        for name, value in (("importance", importance), ("valid_from", valid_from), ("valid_to", valid_to)):
+        for name, value in (("importance", importance), ("valid_from", valid_from), ("valid_to", valid_to),
+                            ("metadata", metadata)):
             if value is not None:
                 setattr(memory, name, value)
                 fields.append(name)
@@ -313,6 +316,31 @@ def memory_update(*, memory_id: int, content: str, actor: str, created_by: str =
         _store_embedding(memory, vector, embedder.model_id)
         audit_record(org=memory.org, actor=actor, actor_kind="operator" if created_by == "operator" else "api",
                      action="memory.update", target_type="memory", target_id=str(memory.id), detail={"version": memory.version})
+        _enqueue_sync([(memory.id, memory.version)], memory.org_id, memory.user_id)
+    return memory
+
+
+@retry_on_contention
+def memory_annotate(*, memory_id: int, actor: str, metadata: dict | None = None, valid_to: datetime | None = None,
+                    clear_valid_to: bool = False) -> Memory:
+    """Change what is said about a memory, not what it says: metadata and expiry. No new content
+    version; the row version still moves so projections pick up the new expiry."""
+    with transaction.atomic():
+        memory = Memory.objects.select_for_update().get(id=memory_id)
+        if memory.status != "active":
+            raise ValueError("only active memories can be updated")
+        fields = ["version", "updated_at"]
+        if metadata is not None:
+            memory.metadata = metadata
+            fields.append("metadata")
+        if valid_to is not None or clear_valid_to:
+            memory.valid_to = valid_to
+            fields.append("valid_to")
+        memory.version += 1
+        memory.full_clean(validate_unique=False, validate_constraints=False)
+        memory.save(update_fields=fields)
+        audit_record(org=memory.org, actor=actor, actor_kind="api", action="memory.annotate", target_type="memory",
+                     target_id=str(memory.id), detail={"version": memory.version, "fields": fields[2:]})
         _enqueue_sync([(memory.id, memory.version)], memory.org_id, memory.user_id)
     return memory
 
