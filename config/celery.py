@@ -5,6 +5,18 @@ from celery.signals import worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
+# kombu's Redis transport builds its connections from Channel.connection_class; pointing it at the
+# guarded class gives the broker the same timeouts-then-fail-fast behaviour as the cache
+# (config/redis_guard.py). Transport options cannot carry a class, hence the attribute.
+try:
+    from kombu.transport import redis as _kombu_redis
+
+    from config.redis_guard import GuardedConnection
+
+    _kombu_redis.Channel.connection_class = GuardedConnection
+except ImportError:  # redis-py not installed: no Redis broker either
+    pass
+
 app = Celery("memory_service")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()

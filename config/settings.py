@@ -95,8 +95,16 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --------------------------------------------------------------------------- cache
+# Nothing on the request path waits on Redis for long (docs/reliability.md, "A Redis that stops
+# answering"): every connection has connect and socket timeouts, and the first timeout opens a
+# per-server breaker (config/redis_guard.py) so later calls fail at once for REDIS_BREAKER_SECONDS.
+REDIS_CONNECT_TIMEOUT = env.float("REDIS_CONNECT_TIMEOUT", default=0.5)
+REDIS_SOCKET_TIMEOUT = env.float("REDIS_SOCKET_TIMEOUT", default=0.5)
+REDIS_BREAKER_SECONDS = env.float("REDIS_BREAKER_SECONDS", default=5.0)
 REDIS_URL = env.str("REDIS_URL", default="")
 if REDIS_URL:
+    from config.redis_guard import GuardedConnection
+
     CACHES = {
         "default": {
             "BACKEND": "django_redis.cache.RedisCache",
@@ -104,8 +112,9 @@ if REDIS_URL:
             "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="mem"),
             "OPTIONS": {
                 "CLIENT_CLASS": "django_redis.client.DefaultClient",
-                "SOCKET_CONNECT_TIMEOUT": 0.5,
-                "SOCKET_TIMEOUT": 0.5,
+                "SOCKET_CONNECT_TIMEOUT": REDIS_CONNECT_TIMEOUT,
+                "SOCKET_TIMEOUT": REDIS_SOCKET_TIMEOUT,
+                "CONNECTION_POOL_KWARGS": {"connection_class": GuardedConnection},
                 # A dead Redis must only make us slower, never fail a request (DESIGN §6).
                 "IGNORE_EXCEPTIONS": True,
             },
@@ -135,7 +144,23 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=300)}
+# Publishing happens after a write has committed, on the request thread: it must give up quickly.
+# The Redis transport's connections go through the same breaker as the cache (config/celery.py).
+BROKER_CONNECT_TIMEOUT = env.float("BROKER_CONNECT_TIMEOUT", default=0.5)
+BROKER_SOCKET_TIMEOUT = env.float("BROKER_SOCKET_TIMEOUT", default=0.5)
+CELERY_BROKER_CONNECTION_TIMEOUT = BROKER_CONNECT_TIMEOUT
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=300),
+    "socket_timeout": BROKER_SOCKET_TIMEOUT,
+    "socket_connect_timeout": BROKER_CONNECT_TIMEOUT,
+}
+# Retries cover a pooled connection that died (Redis restarted); a stalled Redis is refused by the
+# breaker at once, so a retry costs no further timeout. What is not published is found again by the
+# extraction-resume and reconcile jobs from MySQL.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": env.int("BROKER_PUBLISH_RETRIES", default=2),
+    "interval_start": 0, "interval_step": 0.1, "interval_max": 0.2,
+}
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = "UTC"
 
