@@ -19,6 +19,7 @@ BEAT_JOBS: tuple[BeatJob, ...] = (
     BeatJob("memory: resume extraction and forget requests", "memory.tasks.extraction_resume_task", 2),
     BeatJob("memory: expire dated and task-scoped memories", "memory.tasks.memories_expire_task", 10),
     BeatJob("memory: evict above per-user capacity", "memory.tasks.memories_evict_task", 60),
+    BeatJob("tenancy: purge expired idempotency keys", "tenancy.tasks.idempotency_records_purge_task", 60),
 )
 
 
