@@ -30,6 +30,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI / Redoc served from our static files: /api/docs/ works offline
     "django_celery_beat",
     "tenancy",
     "entities",
@@ -280,6 +281,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Long-term memory, context assembly and entity resolution for LLM agents.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # No CDN: the UI's JS/CSS/favicon come from drf-spectacular-sidecar through our static files.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
     "COMPONENT_SPLIT_REQUEST": True,
