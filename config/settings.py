@@ -261,6 +261,9 @@ DEFAULT_PAGE_SIZE = env.int("DEFAULT_PAGE_SIZE", default=50)
 MAX_RECALL_K = env.int("MAX_RECALL_K", default=100)
 MAX_CONTEXT_BUDGET = env.int("MAX_CONTEXT_BUDGET", default=128_000)
 MAX_USER_ID_CHARS = 128
+# Dates a client may send (occurred_at, valid_from/to, at, ...): outside these years a 400 names the field.
+DATE_MIN_YEAR = env.int("DATE_MIN_YEAR", default=1970)
+DATE_MAX_YEAR = env.int("DATE_MAX_YEAR", default=2100)
 # A repeated Idempotency-Key within this window returns the first answer (docs/api.md "Retries").
 IDEMPOTENCY_RETENTION_HOURS = env.int("IDEMPOTENCY_RETENTION_HOURS", default=24)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("MAX_REQUEST_BYTES", default=10 * 1024 * 1024)

@@ -1,3 +1,4 @@
+import os
 import secrets
 
 from django.conf import settings
@@ -9,6 +10,11 @@ from tenancy.services import api_key_create, api_key_verify, org_get_or_create
 
 class Command(BaseCommand):
     help = "Ensure a demo org, API key and console operator exist (local runs only) and print their credentials."
+
+    def add_arguments(self, parser):
+        # `make run` passes the address gunicorn will bind, so the printed console link is the real one.
+        parser.add_argument("--host", default=os.environ.get("HOST") or "127.0.0.1")
+        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT") or 8000))
 
     def handle(self, *args, **options):
         org = org_get_or_create(slug="demo", name="Demo org")
@@ -29,4 +35,5 @@ class Command(BaseCommand):
             admin_file.chmod(0o600)
         password = admin_file.read_text().strip()
         self.stdout.write(f"demo org: demo\nAPI key:  {raw}\n(also in {key_file})\n"
-                          f"console:  http://127.0.0.1:8000/admin/  user admin / password {password}\n")
+                          f"console:  http://{options['host']}:{options['port']}/admin/  user admin / password {password}\n"
+                          f"API docs: http://{options['host']}:{options['port']}/api/docs/\n")
