@@ -329,13 +329,14 @@ def test_extraction_resume_queues_unextracted_messages_and_unexecuted_forget_req
 def test_ensure_beat_schedule_is_idempotent_and_keeps_an_operators_pause(db):
     from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
-    from memory.beat import ensure_beat_schedule
+    from memory.beat import BEAT_JOBS, ensure_beat_schedule
 
     names = ensure_beat_schedule()
     ensure_beat_schedule()
 
     tasks = {t.task: t for t in PeriodicTask.objects.filter(name__in=names)}
-    assert len(tasks) == 4 and PeriodicTask.objects.filter(name__in=names).count() == 4
+    assert len(tasks) == len(BEAT_JOBS) and PeriodicTask.objects.filter(name__in=names).count() == len(BEAT_JOBS)
+    assert "tenancy.tasks.idempotency_records_purge_task" in tasks
     assert set(tasks) >= {"memory.tasks.memories_expire_task", "memory.tasks.memories_evict_task"}
     from config.celery import app
 
