@@ -33,7 +33,7 @@ migrate: install
 
 run: migrate
 	$(PY) manage.py collectstatic --noinput -v0
-	HOST=$(HOST) PORT=$(PORT) $(PY) manage.py ensure_demo
+	$(PY) manage.py ensure_demo --host $(HOST) --port $(PORT)
 	$(PY) manage.py ensure_demo_operators
 	# One process owns the embedded Qdrant shard: a single gunicorn worker with threads.
 	$(VENV)/bin/gunicorn config.wsgi -b $(HOST):$(PORT) -w 1 --threads 8 --timeout 120

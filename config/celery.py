@@ -1,13 +1,44 @@
 import os
 
 from celery import Celery
-from celery.signals import worker_init
+from celery.signals import celeryd_init, worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+# kombu's Redis transport builds its connections from Channel.connection_class; pointing it at the
+# guarded class gives the broker the same timeouts-then-fail-fast behaviour as the cache
+# (config/redis_guard.py). Transport options cannot carry a class, hence the attribute.
+try:
+    from kombu.transport import redis as _kombu_redis
+
+    from config.redis_guard import GuardedConnection
+
+    _kombu_redis.Channel.connection_class = GuardedConnection
+except ImportError:  # redis-py not installed: no Redis broker either
+    pass
 
 app = Celery("memory_service")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@celeryd_init.connect
+def _workers_wait_for_the_broker(sender=None, conf=None, **kwargs) -> None:
+    """A `celery worker` process serves no request: its broker connections wait for a stalled Redis
+    instead of timing out. A timed-out ack makes the consumer close its channel while it still holds
+    unacked deliveries, and kombu's restore on that closed channel raises AttributeError, which
+    Celery treats as unrecoverable: the worker exits. (celeryd_init is sent by the worker command
+    only, not by the vector consumer inside the web process.) The cache keeps its timeouts."""
+    try:
+        import redis
+        from kombu.transport import redis as kombu_redis
+    except ImportError:
+        return
+    kombu_redis.Channel.connection_class = redis.Connection
+    if conf is not None:
+        options = dict(conf.broker_transport_options or {})
+        options.pop("socket_timeout", None)
+        conf.broker_transport_options = options
 
 
 # --------------------------------------------------------------------------- topology

@@ -26,14 +26,30 @@ def _database():
     return {"vendor": connection.vendor}
 
 
+_CACHE_BACKENDS = {
+    "django_redis.cache.RedisCache": ("redis", "Redis"),
+    "django.core.cache.backends.redis.RedisCache": ("redis", "Redis"),
+    "django.core.cache.backends.locmem.LocMemCache": ("locmem", "local memory"),
+}
+
+
+def cache_backend() -> tuple[str, str]:
+    """(short name, label) of the cache this process really uses, read from its settings."""
+    backend = settings.CACHES["default"]["BACKEND"]
+    return _CACHE_BACKENDS.get(backend, (backend.rsplit(".", 1)[-1], backend))
+
+
 def _cache():
-    if settings.CACHES["default"]["BACKEND"].endswith("RedisCache"):
+    name = cache_backend()[0]
+    if name == "redis" and settings.CACHES["default"]["BACKEND"].startswith("django_redis"):
         from django_redis import get_redis_connection
 
         get_redis_connection("default").ping()
-        return {"backend": "redis"}
+        return {"backend": name}
     cache.set("readyz", 1, 5)
-    return {"backend": "locmem"}
+    if name == "redis" and cache.get("readyz") != 1:
+        raise ConnectionError("cache write not readable")
+    return {"backend": name}
 
 
 def _vectors():

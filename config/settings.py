@@ -30,6 +30,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI / Redoc served from our static files: /api/docs/ works offline
     "django_celery_beat",
     "tenancy",
     "entities",
@@ -103,8 +104,16 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 DATABASE_CONTENTION_RETRIES = env.int("DATABASE_CONTENTION_RETRIES", default=3)
 
 # --------------------------------------------------------------------------- cache
+# Nothing on the request path waits on Redis for long (docs/reliability.md, "A Redis that stops
+# answering"): every connection has connect and socket timeouts, and the first timeout opens a
+# per-server breaker (config/redis_guard.py) so later calls fail at once for REDIS_BREAKER_SECONDS.
+REDIS_CONNECT_TIMEOUT = env.float("REDIS_CONNECT_TIMEOUT", default=0.5)
+REDIS_SOCKET_TIMEOUT = env.float("REDIS_SOCKET_TIMEOUT", default=0.5)
+REDIS_BREAKER_SECONDS = env.float("REDIS_BREAKER_SECONDS", default=5.0)
 REDIS_URL = env.str("REDIS_URL", default="")
 if REDIS_URL:
+    from config.redis_guard import GuardedConnection
+
     CACHES = {
         "default": {
             "BACKEND": "django_redis.cache.RedisCache",
@@ -112,8 +121,9 @@ if REDIS_URL:
             "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="mem"),
             "OPTIONS": {
                 "CLIENT_CLASS": "django_redis.client.DefaultClient",
-                "SOCKET_CONNECT_TIMEOUT": 0.5,
-                "SOCKET_TIMEOUT": 0.5,
+                "SOCKET_CONNECT_TIMEOUT": REDIS_CONNECT_TIMEOUT,
+                "SOCKET_TIMEOUT": REDIS_SOCKET_TIMEOUT,
+                "CONNECTION_POOL_KWARGS": {"connection_class": GuardedConnection},
                 # A dead Redis must only make us slower, never fail a request (DESIGN §6).
                 "IGNORE_EXCEPTIONS": True,
             },
@@ -147,7 +157,23 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=300)}
+# Publishing happens after a write has committed, on the request thread: it must give up quickly.
+# The Redis transport's connections go through the same breaker as the cache (config/celery.py).
+BROKER_CONNECT_TIMEOUT = env.float("BROKER_CONNECT_TIMEOUT", default=0.5)
+BROKER_SOCKET_TIMEOUT = env.float("BROKER_SOCKET_TIMEOUT", default=0.5)
+CELERY_BROKER_CONNECTION_TIMEOUT = BROKER_CONNECT_TIMEOUT
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=300),
+    "socket_timeout": BROKER_SOCKET_TIMEOUT,
+    "socket_connect_timeout": BROKER_CONNECT_TIMEOUT,
+}
+# Retries cover a pooled connection that died (Redis restarted); a stalled Redis is refused by the
+# breaker at once, so a retry costs no further timeout. What is not published is found again by the
+# extraction-resume and reconcile jobs from MySQL.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": env.int("BROKER_PUBLISH_RETRIES", default=2),
+    "interval_start": 0, "interval_step": 0.1, "interval_max": 0.2,
+}
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = "UTC"
 
@@ -257,6 +283,11 @@ DEFAULT_PAGE_SIZE = env.int("DEFAULT_PAGE_SIZE", default=50)
 MAX_RECALL_K = env.int("MAX_RECALL_K", default=100)
 MAX_CONTEXT_BUDGET = env.int("MAX_CONTEXT_BUDGET", default=128_000)
 MAX_USER_ID_CHARS = 128
+# Dates a client may send (occurred_at, valid_from/to, at, ...): outside these years a 400 names the field.
+DATE_MIN_YEAR = env.int("DATE_MIN_YEAR", default=1970)
+DATE_MAX_YEAR = env.int("DATE_MAX_YEAR", default=2100)
+# A repeated Idempotency-Key within this window returns the first answer (docs/api.md "Retries").
+IDEMPOTENCY_RETENTION_HOURS = env.int("IDEMPOTENCY_RETENTION_HOURS", default=24)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("MAX_REQUEST_BYTES", default=10 * 1024 * 1024)
 
 REST_FRAMEWORK = {
@@ -275,6 +306,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Long-term memory, context assembly and entity resolution for LLM agents.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # No CDN: the UI's JS/CSS/favicon come from drf-spectacular-sidecar through our static files.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
     "COMPONENT_SPLIT_REQUEST": True,

@@ -155,7 +155,8 @@ def _maintenance_view() -> dict:
 
 
 def health_page(request):
-    checks = {"database": health._check(health._database), "cache (Redis)": health._check(health._cache),
+    checks = {"database": health._check(health._database),
+              f"cache ({health.cache_backend()[1]})": health._check(health._cache),
               "vector index": health._check(health._vectors), "broker": health._check(health._broker)}
     lag = health._check(health._projection_lag) if checks["database"]["status"] == "ok" else None
     org_filter = Org.objects.filter(id=request.GET["org"]).first() if request.GET.get("org", "").isdigit() else None

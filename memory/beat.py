@@ -21,6 +21,7 @@ BEAT_JOBS: tuple[BeatJob, ...] = (
     BeatJob("memory: evict above per-user capacity", "memory.tasks.memories_evict_task", 60),
     # The console dashboard's time series; the task is named, not imported (console is above memory).
     BeatJob("console: sample metrics for the dashboard", "console.tasks.metrics_sample_task", 1),
+    BeatJob("tenancy: purge expired idempotency keys", "tenancy.tasks.idempotency_records_purge_task", 60),
 )
 
 

@@ -104,13 +104,19 @@ def _reembed() -> dict:
     return maintenance.reembed(model=settings.EMBEDDING_MODEL)
 
 
+def _purge_idempotency() -> int:
+    from tenancy.idempotency import idempotency_records_purge
+
+    return idempotency_records_purge()
+
+
 def _jobs(mode: str) -> list[Job]:
     from django.conf import settings
 
     jobs = [Job("extraction_resume", settings.EXTRACTION_SWEEP_SECONDS, _extraction_sweep)]
     if mode == "all":  # the intervals of memory/beat.py
         jobs += [Job("projections_reconcile", 300, _reconcile), Job("memories_expire", 600, _expire),
-                 Job("memories_evict", 3600, _evict)]
+                 Job("memories_evict", 3600, _evict), Job("idempotency_purge", 3600, _purge_idempotency)]
         if settings.MAINTENANCE_REEMBED:
             jobs.append(Job("reembed", 600, _reembed))
     return jobs

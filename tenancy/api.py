@@ -17,6 +17,13 @@ class StrictSerializer(serializers.Serializer):
             unknown = sorted(set(data) - set(self.fields))
             if unknown:
                 raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
+            if hasattr(data, "getlist"):  # query parameters: JSON bodies were checked by the parser already
+                from tenancy.parsers import BIDI_CONTROLS
+
+                bad = sorted(k for k in data if any(BIDI_CONTROLS.search(v) for v in data.getlist(k) if isinstance(v, str)))
+                if bad:
+                    raise serializers.ValidationError({k: ["Contains a bidirectional control character "
+                                                           "(U+202A-U+202E, U+2066-U+2069); remove it."] for k in bad})
         return super().to_internal_value(data)
 
 
@@ -27,6 +34,18 @@ class StrictCharField(serializers.CharField):
         if not isinstance(data, str):
             self.fail("invalid")
         return super().to_internal_value(data)
+
+
+class BoundedDateTimeField(serializers.DateTimeField):
+    """A DateTimeField that refuses dates outside DATE_MIN_YEAR..DATE_MAX_YEAR (settings): a date in
+    year 9999 would pin an item to the top of every list and win every recency score."""
+
+    def to_internal_value(self, value):
+        parsed = super().to_internal_value(value)
+        low, high = settings.DATE_MIN_YEAR, settings.DATE_MAX_YEAR
+        if not low <= parsed.year <= high:
+            raise serializers.ValidationError(f"Dates must lie between {low}-01-01 and {high}-12-31.", code="out_of_range")
+        return parsed
 
 
 class SeqCursorPagination(CursorPagination):

@@ -70,3 +70,26 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M} {self.actor} {self.action} {self.target_type}:{self.target_id}"
+
+
+class IdempotencyRecord(models.Model):
+    """The first answer to a write sent with an `Idempotency-Key` header (tenancy/idempotency.py).
+
+    Inserted in the write's own transaction, before the write: the unique constraint makes a
+    concurrent duplicate wait for the first to commit (or roll back) instead of writing twice, and a
+    write that fails leaves no record, so its retry runs again. Kept IDEMPOTENCY_RETENTION_HOURS."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
+    user_id = models.CharField(max_length=128)
+    endpoint = models.CharField(max_length=200)  # method and path: one key per endpoint and object
+    key = models.CharField(max_length=255)
+    fingerprint = models.CharField(max_length=64)  # SHA-256 of the canonical request body
+    status_code = models.PositiveSmallIntegerField(null=True)
+    body = models.JSONField(null=True)
+    created_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["org", "user_id", "endpoint", "key"], name="idempotency_key_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.endpoint} {self.key}"

@@ -1,12 +1,14 @@
 """JSON bodies, refused up front when the standard library would accept what nothing after it can handle.
 
-`json.loads` accepts two shapes that fail later, as a 500 instead of a 400:
+`json.loads` accepts shapes that fail later, as a 500 instead of a 400, or that a console would show wrongly:
 - deep nesting: ~100 kB of `[[[…]]]` raises RecursionError, which neither DRF nor the MCP transport
   expects; below that, anything nested deeper than MySQL's JSON limit (100) is rejected by the database;
 - lone UTF-16 surrogates (`"\\ud800"`): valid JSON escapes, but not Unicode, so they fail when the value
   is encoded (UTF-8 for MySQL, SQLite and tiktoken). CharFields refuse them; JSON-valued fields
   (task `data`, entity `attributes`, tool-call `arguments`, context `tools`) did not.
-Both are checked once here, for the REST API (JSONParser) and MCP (`loads_checked`).
+- bidirectional control characters (U+202A-U+202E, U+2066-U+2069), which make text display
+  differently from what it is in the console and in logs.
+All are checked once here, for the REST API (JSONParser) and MCP (`loads_checked`).
 """
 import json
 import re
@@ -21,6 +23,11 @@ __all__ = ["MAX_JSON_DEPTH", "BodyProblem", "JSONParser", "body_problem", "loads
 MAX_JSON_DEPTH = 64
 # After decoding, a valid surrogate pair is one non-BMP character: any surrogate left is a lone one.
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# Bidirectional embeddings, overrides and isolates (LRE RLE PDF LRO RLO, LRI RLI FSI PDI): they reorder
+# how a console, a log viewer or an operator's terminal shows the text around them ("Trojan Source"),
+# so stored text could read differently from what it is. Refused, not silently removed: the client
+# learns which field it was. The plain marks LRM/RLM (U+200E/F) only set direction and stay allowed.
+BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
 
 
 class BodyProblem(ValueError):
@@ -49,6 +56,9 @@ def body_problem(data: Any) -> BodyProblem | None:
             if _SURROGATE.search(value):
                 return BodyProblem(f"{_path(parts) or 'The body'} contains a lone UTF-16 surrogate; "
                                    "text must be valid Unicode.", field)
+            if BIDI_CONTROLS.search(value):
+                return BodyProblem(f"{_path(parts) or 'The body'} contains a bidirectional control character "
+                                   "(U+202A-U+202E, U+2066-U+2069); remove it.", field)
             continue
         if not isinstance(value, (dict, list)):
             continue
@@ -59,6 +69,9 @@ def body_problem(data: Any) -> BodyProblem | None:
                 if _SURROGATE.search(key):
                     return BodyProblem(f"A key in {_path(parts) or 'the body'} contains a lone UTF-16 surrogate; "
                                        "text must be valid Unicode.", field)
+                if BIDI_CONTROLS.search(key):
+                    return BodyProblem(f"A key in {_path(parts) or 'the body'} contains a bidirectional control "
+                                       "character; remove it.", field or key)
                 stack.append((item, parts + (key,), depth + 1))
         else:
             stack.extend((item, parts + (i,), depth + 1) for i, item in enumerate(value))

@@ -6,12 +6,17 @@ for nested fields). The postprocessing hook adds them once, by what an operation
 repeating them in every `extend_schema`; a view that can answer 409 declares it with `CONFLICT`.
 No 403: a foreign or unreadable object is a 404, so its existence is never revealed.
 """
-from drf_spectacular.utils import OpenApiResponse
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 
-__all__ = ["CONFLICT", "ERROR_REF", "add_error_responses"]
+__all__ = ["CONFLICT", "ERROR_REF", "IDEMPOTENCY_KEY", "add_error_responses"]
 
 ERROR_REF = {"$ref": "#/components/schemas/Error"}
 CONFLICT = OpenApiResponse(response=ERROR_REF, description="Conflict with the stored state (see `detail`).")
+IDEMPOTENCY_KEY = OpenApiParameter(
+    "Idempotency-Key", str, location=OpenApiParameter.HEADER, required=False,
+    description="Makes a retry safe: a repeat with the same key (same user and endpoint, within "
+                "IDEMPOTENCY_RETENTION_HOURS) answers the first response and stores nothing; the same key with "
+                "another body is refused with 422. See docs/api.md, Retries.")
 
 SCHEMAS = {
     "Error": {

@@ -2,7 +2,7 @@ from django.conf import settings
 from rest_framework import serializers
 
 from conversations.models import Conversation, HistorySummary, Message, TaskState
-from tenancy.api import MAX_DB_INT, StrictCharField, StrictSerializer
+from tenancy.api import MAX_DB_INT, BoundedDateTimeField, StrictCharField, StrictSerializer
 
 ROLES = ["user", "assistant", "tool", "system"]
 
@@ -40,7 +40,7 @@ class MessageInputSerializer(StrictSerializer):
     content = StrictCharField(allow_blank=True, required=False, default="", trim_whitespace=False)
     tool_call_id = serializers.CharField(max_length=200, required=False, allow_null=True)
     tool_calls = ToolCallSerializer(many=True, required=False, allow_null=True)
-    occurred_at = serializers.DateTimeField(required=False, allow_null=True)
+    occurred_at = BoundedDateTimeField(required=False, allow_null=True)
     external_ref = serializers.CharField(max_length=200, required=False, allow_null=True)
 
     def validate_content(self, value: str) -> str:

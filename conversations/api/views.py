@@ -8,7 +8,8 @@ from rest_framework.views import APIView
 from conversations import selectors, services
 from conversations.api import serializers as s
 from tenancy.api import SeqCursorPagination
-from tenancy.schema import CONFLICT
+from tenancy.idempotency import idempotent
+from tenancy.schema import CONFLICT, IDEMPOTENCY_KEY
 
 
 def _conflict(exc: services.Conflict) -> Response:
@@ -92,29 +93,38 @@ class MessageListCreateApi(APIView):
         page = paginator.paginate_queryset(selectors.message_list(conversation=conversation), request, view=self)
         return paginator.get_paginated_response(s.MessageOutputSerializer(page, many=True).data)
 
-    @extend_schema(request=s.MessageInputSerializer, responses={201: s.MessageOutputSerializer})
+    @extend_schema(request=s.MessageInputSerializer, responses={201: s.MessageOutputSerializer},
+                   parameters=[IDEMPOTENCY_KEY])
     def post(self, request, conversation_id: int):
         conversation = selectors.conversation_get(org=request.user.org, user_id=request.user.user_id,
                                                   conversation_id=conversation_id)
-        data = s.MessageInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        [message] = services.messages_append(conversation=conversation, user_id=request.user.user_id,
-                                             messages=[data.validated_data])
-        return Response(s.MessageOutputSerializer(message).data, status=status.HTTP_201_CREATED)
+
+        def append() -> Response:
+            data = s.MessageInputSerializer(data=request.data)
+            data.is_valid(raise_exception=True)
+            [message] = services.messages_append(conversation=conversation, user_id=request.user.user_id,
+                                                 messages=[data.validated_data])
+            return Response(s.MessageOutputSerializer(message).data, status=status.HTTP_201_CREATED)
+
+        return idempotent(request, append)
 
 
 class MessageBatchCreateApi(APIView):
     @extend_schema(request=s.MessageBatchInputSerializer, responses={201: s.MessageOutputSerializer(many=True)},
                    description=f"Append up to MAX_BATCH_MESSAGES (default {settings.MAX_BATCH_MESSAGES}) messages "
-                               "atomically: all are stored or none.")
+                               "atomically: all are stored or none.", parameters=[IDEMPOTENCY_KEY])
     def post(self, request, conversation_id: int):
         conversation = selectors.conversation_get(org=request.user.org, user_id=request.user.user_id,
                                                   conversation_id=conversation_id)
-        data = s.MessageBatchInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        messages = services.messages_append(conversation=conversation, user_id=request.user.user_id,
-                                            messages=data.validated_data["messages"])
-        return Response(s.MessageOutputSerializer(messages, many=True).data, status=status.HTTP_201_CREATED)
+
+        def append() -> Response:
+            data = s.MessageBatchInputSerializer(data=request.data)
+            data.is_valid(raise_exception=True)
+            messages = services.messages_append(conversation=conversation, user_id=request.user.user_id,
+                                                messages=data.validated_data["messages"])
+            return Response(s.MessageOutputSerializer(messages, many=True).data, status=status.HTTP_201_CREATED)
+
+        return idempotent(request, append)
 
 
 class MessageDetailApi(APIView):

@@ -2,7 +2,7 @@ from django.conf import settings
 from rest_framework import serializers
 
 from memory.models import Memory, MemoryVersion
-from tenancy.api import MAX_DB_INT, StrictCharField, StrictSerializer
+from tenancy.api import MAX_DB_INT, BoundedDateTimeField, StrictCharField, StrictSerializer
 
 KINDS = ["preference", "fact", "event", "context", "suggestion"]
 ASSERTIONS = ["user_stated", "confirmed_event", "model_suggestion"]
@@ -25,10 +25,10 @@ class MemoryCreateInputSerializer(StrictSerializer):
     key = serializers.CharField(max_length=200, required=False, allow_null=True, help_text="Slot key: the subject.")
     entities = serializers.ListField(child=serializers.CharField(max_length=260), required=False, default=list,
                                      help_text="Entity refs: 'type:external_id', or an external id unique in the org.")
-    valid_from = serializers.DateTimeField(required=False, allow_null=True)
-    valid_to = serializers.DateTimeField(required=False, allow_null=True)
-    occurred_at = serializers.DateTimeField(required=False, allow_null=True)
-    at = serializers.DateTimeField(required=False, allow_null=True, help_text="When the memory became known (default now).")
+    valid_from = BoundedDateTimeField(required=False, allow_null=True)
+    valid_to = BoundedDateTimeField(required=False, allow_null=True)
+    occurred_at = BoundedDateTimeField(required=False, allow_null=True)
+    at = BoundedDateTimeField(required=False, allow_null=True, help_text="When the memory became known (default now).")
     importance = serializers.FloatField(required=False, min_value=0, max_value=1, default=0.5)
     sources = SourceInputSerializer(many=True, required=False, default=list)
 
@@ -48,8 +48,8 @@ class MemoryCreateInputSerializer(StrictSerializer):
 class MemoryUpdateInputSerializer(StrictSerializer):
     content = StrictCharField(max_length=None)
     importance = serializers.FloatField(required=False, min_value=0, max_value=1)
-    valid_from = serializers.DateTimeField(required=False, allow_null=True)
-    valid_to = serializers.DateTimeField(required=False, allow_null=True)
+    valid_from = BoundedDateTimeField(required=False, allow_null=True)
+    valid_to = BoundedDateTimeField(required=False, allow_null=True)
 
     def validate_content(self, value: str) -> str:
         if not value.strip():
@@ -107,7 +107,7 @@ class RecallInputSerializer(StrictSerializer):
     k = serializers.IntegerField(required=False, min_value=1, default=5)
     kinds = serializers.ListField(child=serializers.ChoiceField(choices=KINDS + ["episode"]), required=False)
     entities = serializers.ListField(child=serializers.CharField(max_length=260), required=False, default=list)
-    at = serializers.DateTimeField(required=False, allow_null=True, help_text="Reference time ('as of').")
+    at = BoundedDateTimeField(required=False, allow_null=True, help_text="Reference time ('as of').")
     conversation_id = serializers.IntegerField(required=False, allow_null=True, max_value=MAX_DB_INT)
     include_episodes = serializers.BooleanField(required=False, default=True)
     explain = serializers.BooleanField(required=False, default=False)
@@ -151,8 +151,8 @@ class MemoryListParamsSerializer(StrictSerializer):
     kind = serializers.ListField(child=serializers.ChoiceField(choices=KINDS + ["episode"]), required=False)
     status = serializers.ListField(child=serializers.ChoiceField(choices=[s for s, _ in Memory.STATUS_CHOICES]), required=False)
     entity = serializers.CharField(max_length=260, required=False)
-    created_after = serializers.DateTimeField(required=False)
-    created_before = serializers.DateTimeField(required=False)
+    created_after = BoundedDateTimeField(required=False)
+    created_before = BoundedDateTimeField(required=False)
     include_episodes = serializers.BooleanField(required=False, default=False)
     cursor = serializers.CharField(required=False)
     limit = serializers.IntegerField(required=False, min_value=1)
@@ -169,7 +169,7 @@ class ContextInputSerializer(StrictSerializer):
     system = StrictCharField(required=False, allow_blank=True, default="", max_length=None)
     tools = serializers.ListField(child=serializers.DictField(), required=False, default=list,
                                   help_text="Tool schemas the agent will send; counted against the budget.")
-    at = serializers.DateTimeField(required=False, allow_null=True)
+    at = BoundedDateTimeField(required=False, allow_null=True)
     k = serializers.IntegerField(required=False, min_value=1)
     recent_only = serializers.BooleanField(required=False, default=False,
                                            help_text="Baseline mode: sliding window and summary only.")

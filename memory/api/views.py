@@ -13,7 +13,8 @@ from memory import selectors, services
 from memory.api import serializers as s
 from memory.services.memories import MemoryInput, SourceRef
 from tenancy.api import SeqCursorPagination
-from tenancy.schema import CONFLICT
+from tenancy.idempotency import idempotent
+from tenancy.schema import CONFLICT, IDEMPOTENCY_KEY
 
 
 def _actor(request) -> str:
@@ -60,8 +61,12 @@ class MemoryListCreateApi(APIView):
         return paginator.get_paginated_response(s.MemoryOutputSerializer(page, many=True).data)
 
     @extend_schema(request=s.MemoryCreateInputSerializer, responses={201: s.MemoryWriteOutputSerializer,
-                                                                     200: s.MemoryWriteOutputSerializer})
+                                                                     200: s.MemoryWriteOutputSerializer},
+                   parameters=[IDEMPOTENCY_KEY])
     def post(self, request):
+        return idempotent(request, lambda: self._create(request))
+
+    def _create(self, request) -> Response:
         data = s.MemoryCreateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
@@ -93,9 +98,13 @@ class MemoryDetailApi(APIView):
         memory = selectors.memory_get(org=request.user.org, user_id=request.user.user_id, memory_id=memory_id)
         return Response(s.MemoryOutputSerializer(memory).data)
 
-    @extend_schema(request=s.MemoryUpdateInputSerializer, responses={200: s.MemoryOutputSerializer, 409: CONFLICT})
+    @extend_schema(request=s.MemoryUpdateInputSerializer, responses={200: s.MemoryOutputSerializer, 409: CONFLICT},
+                   parameters=[IDEMPOTENCY_KEY])
     def patch(self, request, memory_id: int):
         memory = selectors.memory_get(org=request.user.org, user_id=request.user.user_id, memory_id=memory_id)
+        return idempotent(request, lambda: self._update(request, memory))
+
+    def _update(self, request, memory) -> Response:
         data = s.MemoryUpdateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         if memory.status != "active":

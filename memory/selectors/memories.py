@@ -67,7 +67,12 @@ def queue_depths() -> dict[str, int]:
         return {}
     import redis
 
-    client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=0.5, socket_connect_timeout=0.5)
+    from config.redis_guard import GuardedConnection
+
+    # A fresh client per call (a probe, not the request path), with the broker's timeouts and breaker.
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=settings.BROKER_SOCKET_TIMEOUT,
+                                  socket_connect_timeout=settings.BROKER_CONNECT_TIMEOUT,
+                                  connection_class=GuardedConnection)
     names = {settings.CELERY_TASK_DEFAULT_QUEUE, settings.CELERY_VECTOR_QUEUE} - {""}
     return {name: int(client.llen(name)) for name in sorted(names)}
 

@@ -136,20 +136,25 @@ def forget_request_execute(*, request_id: int) -> ForgetRequest:
         ids = list(Memory.objects.filter(org=org, user_id=user_id).values_list("id", flat=True))
     else:
         ids = list(Memory.objects.filter(org=org, user_id=user_id, id__in=request.matched_ids).values_list("id", flat=True))
-    forgotten, message_ids = 0, set()
+    forgotten, message_ids = set(), set()
     for memory_id in ids:
         changed, sources = _memory_forget(memory_id, request)
-        forgotten += changed
+        if changed:
+            forgotten.add(memory_id)
         message_ids.update(sources)
-    redacted = 0
+    redacted: list[int] = []
     if request.include_messages or request.target == "user":
         if request.target == "user":
             message_ids |= set(Message.objects.filter(org=org, conversation__owner_user=user_id).values_list("id", flat=True))
         # Whatever else was derived from those messages goes too, then the messages themselves.
         derived = set(MemorySource.objects.filter(message_id__in=message_ids).values_list("memory_id", flat=True))
         for memory_id in derived - set(ids):
-            forgotten += _memory_forget(memory_id, request)[0]
-        redacted = messages_redact(message_ids=list(message_ids))
+            if _memory_forget(memory_id, request)[0]:
+                forgotten.add(memory_id)
+        messages_redact(message_ids=list(message_ids))
+        # Every message the request covers, also one an earlier run redacted: the answer says which
+        # messages no longer hold text because of this request, not only what this run changed.
+        redacted = sorted(message_ids)
         if request.target == "user":
             HistorySummary.objects.filter(conversation__org=org, conversation__owner_user=user_id).delete()
     if request.target == "user":
@@ -159,11 +164,13 @@ def forget_request_execute(*, request_id: int) -> ForgetRequest:
 
         Mem0AddEvent.objects.filter(org=org, user_id=user_id).update(metadata={})
     request.status, request.executed_at, request.query = "executed", timezone.now(), ""
-    request.result = {"memories_forgotten": forgotten, "messages_redacted": redacted}
+    request.result = {"memories_forgotten": len(forgotten), "messages_redacted": len(redacted),
+                      "forgotten_memory_ids": sorted(forgotten), "redacted_message_ids": redacted}
     request.save(update_fields=["status", "executed_at", "query", "result"])
+    counts = {"memories_forgotten": len(forgotten), "messages_redacted": len(redacted)}
     audit_record(org=org, actor=f"forget_request:{request.id}", actor_kind="system", action="forget.execute",
-                 target_type="forget_request", target_id=str(request.id), detail=request.result)
-    logger.info("forget request executed id=%s result=%s", request.id, request.result)
+                 target_type="forget_request", target_id=str(request.id), detail=counts)
+    logger.info("forget request executed id=%s result=%s", request.id, counts)
     return request
 
 

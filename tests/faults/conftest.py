@@ -195,6 +195,14 @@ class RedisServer:
             self.proc.wait(timeout=10)
         assert wait_until(lambda: not port_open(self.port), timeout=5)
 
+    def pause(self) -> None:
+        """SIGSTOP: the port still accepts connections (the kernel's backlog), nothing answers. A
+        stalled host or a partition that drops packets looks like this, not like a crash."""
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.proc.send_signal(signal.SIGCONT)
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
@@ -324,13 +332,16 @@ def redis_cache_settings(location: str) -> dict:
     """The service profile's django-redis cache (config/settings.py), pointed at `location`."""
     from django.conf import settings
 
+    from config.redis_guard import GuardedConnection
+
     current = settings.CACHES["default"]
     if current["BACKEND"].endswith("RedisCache"):
         return {"default": {**current, "LOCATION": location, "OPTIONS": dict(current["OPTIONS"])}}
     return {"default": {
         "BACKEND": "django_redis.cache.RedisCache", "LOCATION": location, "KEY_PREFIX": "mem",
         "OPTIONS": {"CLIENT_CLASS": "django_redis.client.DefaultClient", "SOCKET_CONNECT_TIMEOUT": 0.5,
-                    "SOCKET_TIMEOUT": 0.5, "IGNORE_EXCEPTIONS": True},
+                    "SOCKET_TIMEOUT": 0.5, "IGNORE_EXCEPTIONS": True,
+                    "CONNECTION_POOL_KWARGS": {"connection_class": GuardedConnection}},
     }}
 
 

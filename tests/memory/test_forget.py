@@ -130,3 +130,28 @@ def test_revoked_source_hides_derived_memories_until_restored(api, api_u2):
     assert "八十万" not in json.dumps(api.post("/api/v1/recall", query, format="json").json(), ensure_ascii=False)
     api.post(f"/api/v1/conversations/{conv['id']}/access/grant", {"user": "u1"}, format="json")
     assert "八十万" in json.dumps(api.post("/api/v1/recall", query, format="json").json(), ensure_ascii=False)
+
+
+def test_executed_forget_answer_names_what_it_did(api):
+    """The answer of an executed forget lists the memories forgotten and the messages redacted; the
+    defaults of include_messages (query: yes, explicit ids: no) show in it."""
+    conv = create_conversation(api, "s1")
+    say(api, conv, f"我家住在{SECRET}。")
+    message_id = Message.objects.get(content__contains="文三路").id
+    created, preview = forget_by_query(api, "我的住址")
+    request = api.get(f"/api/v1/forget/{created['id']}").json()
+    assert request["status"] == "executed"
+    assert request["result"]["redacted_message_ids"] == [message_id]
+    assert request["result"]["messages_redacted"] == 1
+    assert sorted(request["result"]["forgotten_memory_ids"]) == sorted(m["id"] for m in preview)
+
+    say(api, conv, "我们合作社今年的采购预算是八十万。")
+    memory = Memory.objects.filter(status="active").exclude(kind="episode").get()
+    by_id = api.get(f"/api/v1/forget/{api.post('/api/v1/forget', {'memory_ids': [memory.id]}, format='json').json()['id']}").json()
+    assert by_id["result"]["forgotten_memory_ids"] == [memory.id]
+    assert by_id["result"]["redacted_message_ids"] == []  # explicit ids keep their messages by default
+    budget_message = Message.objects.get(content__contains="八十万").id
+    created = api.post("/api/v1/forget", {"memory_ids": [memory.id], "include_messages": True}, format="json").json()
+    with_messages = api.get(f"/api/v1/forget/{created['id']}").json()
+    assert with_messages["result"]["redacted_message_ids"] == [budget_message]
+    assert Message.objects.get(id=budget_message).redacted

@@ -336,6 +336,7 @@ def test_ensure_beat_schedule_is_idempotent_and_keeps_an_operators_pause(db):
 
     tasks = {t.task: t for t in PeriodicTask.objects.filter(name__in=names)}
     assert len(tasks) == len(BEAT_JOBS) and PeriodicTask.objects.filter(name__in=names).count() == len(BEAT_JOBS)
+    assert "tenancy.tasks.idempotency_records_purge_task" in tasks
     assert set(tasks) >= {"memory.tasks.memories_expire_task", "memory.tasks.memories_evict_task"}
     from config.celery import app
 

@@ -11,6 +11,11 @@ from tenancy.services import api_key_create, api_key_verify, org_get_or_create
 class Command(BaseCommand):
     help = "Ensure a demo org, API key and console operator exist (local runs only) and print their credentials."
 
+    def add_arguments(self, parser):
+        # `make run` passes the address gunicorn will bind, so the printed console link is the real one.
+        parser.add_argument("--host", default=os.environ.get("HOST") or "127.0.0.1")
+        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT") or 8000))
+
     def handle(self, *args, **options):
         org = org_get_or_create(slug="demo", name="Demo org")
         key_file = settings.VAR_DIR / "demo_api_key.txt"
@@ -29,6 +34,6 @@ class Command(BaseCommand):
             admin_file.write_text(password + "\n")
             admin_file.chmod(0o600)
         password = admin_file.read_text().strip()
-        url = f"http://{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}/admin/"
         self.stdout.write(f"demo org: demo\nAPI key:  {raw}\n(also in {key_file})\n"
-                          f"console:  {url}  user admin / password {password}\n")
+                          f"console:  http://{options['host']}:{options['port']}/admin/  user admin / password {password}\n"
+                          f"API docs: http://{options['host']}:{options['port']}/api/docs/\n")
