@@ -2,7 +2,8 @@
 
 A summary row covers messages 1..covers_until_seq. It is rolled forward in chunks (previous summary
 + the messages after it), so consecutive turns reuse the same row instead of summarising again.
-LLM summariser when configured, extractive otherwise; any failure falls back to hard truncation.
+LLM summariser when configured (memory/llm_summary.py), extractive otherwise or when the LLM fails;
+should the extractive one fail too, hard truncation.
 """
 import logging
 
@@ -13,6 +14,7 @@ from conversations.services import summary_store
 from conversations.summarize import summarize_extractive
 from conversations.tokens import count_tokens, truncate_to_tokens
 from conversations.window import WindowMessage
+from memory.llm_summary import SummaryUnavailable, produced_by, summarize_llm
 
 logger = logging.getLogger(__name__)
 
@@ -25,14 +27,13 @@ def window_message(message: Message) -> WindowMessage:
 def _summarize(messages: list[WindowMessage], budget: int, previous: str | None) -> tuple[str, str]:
     if settings.LLM_BASE_URL:
         try:
-            from memory.llm_summary import summarize_llm
-
-            return summarize_llm(messages, budget_tokens=budget, previous_summary=previous), "llm"
-        except Exception as exc:  # the summary is best effort; never fail the context call
-            logger.warning("llm summary failed (%s); using extractive", type(exc).__name__)
+            return summarize_llm(messages, budget_tokens=budget, previous_summary=previous), produced_by()
+        except SummaryUnavailable as exc:  # the summary is best effort; never fail the context call
+            logger.warning("llm summary unavailable: reason=%s messages=%d budget=%d details=%s; using extractive",
+                           exc.reason, len(messages), budget, exc.details)
     try:
         return summarize_extractive(messages, budget_tokens=budget, previous_summary=previous), "extractive"
-    except Exception as exc:
+    except Exception as exc:  # a bug in the extractive summariser must not fail the context call either
         logger.warning("extractive summary failed (%s); truncating", type(exc).__name__)
         text = "\n".join(f"{m.role}: {m.content}" for m in messages if m.content)
         return truncate_to_tokens(((previous or "") + "\n" + text).strip(), budget), "truncation"
