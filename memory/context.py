@@ -254,8 +254,11 @@ def _place(req: ContextRequest, c: _Candidates, shares: dict[str, int], room: in
     header_room = shares["summary"] - _frame("Summary of the earlier conversation (messages 1-000000):")
     if not dropped or header_room <= 0:
         return _Placement(parts, plan, stream)
+    # The summary rolls a few messages ahead so later turns reuse it, but never into the messages
+    # recent's own share holds: recent messages outrank the summary.
+    protected = plan.result(trial["recent"].reserved).included
     row, reused = summary_covering(conversation=req.conversation, last_dropped_seq=max(m.seq for m in dropped),
-                                   budget=header_room)
+                                   budget=header_room, before_seq=min(m.seq for m in protected) if protected else None)
     if row is None or not row.text:
         return _Placement(parts, plan, stream)
     summary = Section("summary", text=f"Summary of the earlier conversation (messages 1-{row.covers_until_seq}):\n{row.text}",

@@ -41,6 +41,7 @@ class Part:
     extendable: bool = True  # may take room beyond its share (the summary is made to fit its share)
     taken: list[int] = field(default_factory=list)  # indexes into costs, or stream positions
     used: int = 0
+    reserved: int = 0  # how many of `taken` came within the part's own share
 
     @property
     def group(self) -> str:
@@ -80,6 +81,7 @@ def allocate(parts: list[Part], total: int) -> int:
     spent = 0
     for part in parts:
         spent += part.fill(max(0, min(part.share, total - spent)), opened)
+        part.reserved = len(part.taken)
     for part in parts:
         if part.extendable and spent < total:
             spent += part.fill(total - spent, opened)

@@ -39,14 +39,17 @@ def _summarize(messages: list[WindowMessage], budget: int, previous: str | None)
         return truncate_to_tokens(((previous or "") + "\n" + text).strip(), budget), "truncation"
 
 
-def summary_covering(*, conversation: Conversation, last_dropped_seq: int, budget: int) -> tuple[HistorySummary | None, bool]:
-    """A summary covering messages up to last_dropped_seq or a little further, reused when one
-    exists. Returns (summary, reused)."""
+def summary_covering(*, conversation: Conversation, last_dropped_seq: int, budget: int,
+                     before_seq: int | None = None) -> tuple[HistorySummary | None, bool]:
+    """A summary covering messages up to last_dropped_seq or a little further (but never reaching
+    before_seq: those messages stay verbatim), reused when one exists. Returns (summary, reused)."""
     if last_dropped_seq <= 0 or budget <= 0:
         return None, False
+    ahead = last_dropped_seq + settings.SUMMARY_ROLL_CHUNK
+    if before_seq is not None:
+        ahead = max(last_dropped_seq, min(ahead, before_seq - 1))
     best = (HistorySummary.objects.filter(conversation=conversation, covers_until_seq__gte=last_dropped_seq,
-                                          covers_until_seq__lte=last_dropped_seq + settings.SUMMARY_ROLL_CHUNK,
-                                          token_count__lte=budget)
+                                          covers_until_seq__lte=ahead, token_count__lte=budget)
             .order_by("covers_until_seq", "-id").first())
     if best is not None:
         return best, True
@@ -56,6 +59,8 @@ def summary_covering(*, conversation: Conversation, last_dropped_seq: int, budge
     start = previous.covers_until_seq if previous else 0
     # Roll a chunk past what is needed now, so the next turns can reuse this row.
     until = last_dropped_seq + settings.SUMMARY_ROLL_CHUNK // 2
+    if before_seq is not None:
+        until = max(last_dropped_seq, min(until, before_seq - 1))
     rows = list(Message.objects.filter(conversation=conversation, seq__gt=start, seq__lte=until, redacted=False,
                                        do_not_remember=False).order_by("seq"))
     text, produced_by = _summarize([window_message(m) for m in rows], budget, previous.text if previous else None)

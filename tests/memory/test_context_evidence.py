@@ -212,3 +212,21 @@ def test_property_placement(api, budget, passages, plan, system):
     for dropped in by_name["evidence"]["dropped"]:
         text = next(e for e in evidence if e["id"] == dropped)["text"]
         assert count_tokens(text) + frame + 8 > excess + slack - units, (dropped, excess, slack)
+
+
+def test_the_summary_never_swallows_what_the_recent_share_holds(api):
+    # Rolling the summary ahead (for reuse) used to cover the whole window of a short conversation.
+    conv = create_conversation(api)
+    post_batch(api, conv, [
+        {"role": "user", "content": "1号收割机今天干了多少小时？"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "call_1", "name": "get_hours", "arguments": {"asset": "A-1001"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "{\"asset\":\"A-1001\",\"engine_hours\":498}"},
+        {"role": "assistant", "content": "1号收割机累计 498 小时。"},
+    ])
+    ctx = context(api, conv, "液压油该换了吗？", budget=110, system=SYSTEM,
+                  section_budgets={"evidence": 0.05, "recent": 0.25, "summary": 0.4})
+    by_name = sections(ctx)
+    assert by_name["summary"]["included"], [(s["name"], s["tokens"], s["included"], s["dropped"]) for s in ctx["sections"]][-2:]  # the older messages did not fit: summarised
+    assert by_name["summary"]["included"][0]["covers_until_seq"] < 4
+    assert {"role": "assistant", "content": "1号收割机累计 498 小时。"} in ctx["messages"]
+    assert ctx["total_tokens"] <= 110
