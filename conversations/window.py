@@ -263,6 +263,16 @@ class WindowPlan:
             n += 1
         return n
 
+    def newest(self, n: int) -> list[WindowMessage]:
+        """The messages (prepared, chronological) of the ``n`` newest units."""
+        return [m for i in range(n - 1, -1, -1) for m in self._unit(i)[0]]
+
+    def newest_dropped_seq(self, n: int) -> int:
+        """The seq of the newest message left out when the window is the ``n`` newest units (0: none)."""
+        if n >= len(self):
+            return 0
+        return self.messages[self._plan.units[len(self) - n - 1][-1]].seq
+
     def result(self, n: int) -> WindowResult:
         """The window made of the ``n`` newest units."""
         result = WindowResult(orphaned_ids=[self.messages[i].id for i in sorted(self._plan.orphans)])

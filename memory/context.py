@@ -250,15 +250,15 @@ def _place(req: ContextRequest, c: _Candidates, shares: dict[str, int], room: in
         return _Placement(parts, plan, stream)
     trial, trial_stream = _parts(c, shares, plan, shares["summary"])
     allocate(list(trial.values()), room)
-    dropped = plan.result(trial_stream.cursor).dropped
+    last_dropped = plan.newest_dropped_seq(trial_stream.cursor)
     header_room = shares["summary"] - _frame("Summary of the earlier conversation (messages 1-000000):")
-    if not dropped or header_room <= 0:
+    if not last_dropped or header_room <= 0:
         return _Placement(parts, plan, stream)
     # The summary rolls a few messages ahead so later turns reuse it, but never into the messages
     # recent's own share holds: recent messages outrank the summary.
-    protected = plan.result(trial["recent"].reserved).included
-    row, reused = summary_covering(conversation=req.conversation, last_dropped_seq=max(m.seq for m in dropped),
-                                   budget=header_room, before_seq=min(m.seq for m in protected) if protected else None)
+    protected = plan.newest(trial["recent"].reserved)
+    row, reused = summary_covering(conversation=req.conversation, last_dropped_seq=last_dropped, budget=header_room,
+                                   before_seq=protected[0].seq if protected else None)
     if row is None or not row.text:
         return _Placement(parts, plan, stream)
     summary = Section("summary", text=f"Summary of the earlier conversation (messages 1-{row.covers_until_seq}):\n{row.text}",
@@ -364,5 +364,4 @@ def _window_ids_beside_memory(req: ContextRequest, c: _Candidates, shares: dict[
     if not req.recent_only:
         reserved += shares["preferences"] + shares["memories"] + shares["episodes"]
     reserved += shares["summary"]
-    window = plan.result(plan.fitting(max(shares["recent"], room - reserved)))
-    return {m.id for m in window.included}
+    return {m.id for m in plan.newest(plan.fitting(max(shares["recent"], room - reserved)))}
