@@ -246,31 +246,32 @@ def _place(req: ContextRequest, c: _Candidates, shares: dict[str, int], room: in
     messages = plan.messages
     parts, stream = _parts(c, shares, plan, 0)
     allocate(list(parts.values()), room)
+    unsummarised = _Placement(parts, plan, stream)
     if stream.cursor == len(plan) or shares["summary"] <= 0:
-        return _Placement(parts, plan, stream)
+        return unsummarised
     trial, trial_stream = _parts(c, shares, plan, shares["summary"])
     allocate(list(trial.values()), room)
     last_dropped = plan.newest_dropped_seq(trial_stream.cursor)
     header_room = shares["summary"] - _frame("Summary of the earlier conversation (messages 1-000000):")
     if not last_dropped or header_room <= 0:
-        return _Placement(parts, plan, stream)
+        return unsummarised
     # The summary rolls a few messages ahead so later turns reuse it, but never into the messages
     # recent's own share holds: recent messages outrank the summary.
     protected = plan.newest(trial["recent"].reserved)
     row, reused = summary_covering(conversation=req.conversation, last_dropped_seq=last_dropped, budget=header_room,
                                    before_seq=protected[0].seq if protected else None)
     if row is None or not row.text:
-        return _Placement(parts, plan, stream)
+        return unsummarised
     summary = Section("summary", text=f"Summary of the earlier conversation (messages 1-{row.covers_until_seq}):\n{row.text}",
                       included=[{"summary_id": row.id, "covers_until_seq": row.covers_until_seq, "reused": reused}])
     later = WindowPlan([m for m in messages if m.seq > row.covers_until_seq], query=req.message,
                        tool_result_max_tokens=settings.CONTEXT_TOOL_RESULT_MAX_TOKENS)
     parts, stream = _parts(c, shares, later, count_message_tokens({"role": "system", "content": summary.text}))
     allocate(list(parts.values()), room)
-    if not parts["summary"].taken:  # cannot happen when it fits its share; never send it unpaid
-        summary = None
+    if not parts["summary"].taken:  # it was made to fit its share, so this should not happen
+        return unsummarised
     return _Placement(parts, later, stream, summary=summary,
-                      summarised=[m for m in messages if m.seq <= row.covers_until_seq] if summary else [])
+                      summarised=[m for m in messages if m.seq <= row.covers_until_seq])
 
 
 # --------------------------------------------------------------------------- rendering
@@ -298,7 +299,9 @@ def _render(c: _Candidates, p: _Placement, fixed: _Fixed) -> tuple[list[Section]
     summary = p.summary or Section("summary")
     window = p.plan.result(p.stream.cursor)
     recent = Section("recent", tokens=window.tokens, included=[m.id for m in window.included],
-                     dropped=[m.id for m in p.summarised + window.dropped], truncated=window.truncated_ids)
+                     # Tool results whose call is not in the window's input are never sent: dropped too.
+                     dropped=sorted({m.id for m in p.summarised + window.dropped} | set(window.orphaned_ids)),
+                     truncated=window.truncated_ids)
     message = Section("message", text=fixed.message["content"], tokens=count_message_tokens(fixed.message),
                       truncated=["message"] if fixed.truncated else [])
     system = Section("system", text=fixed.system["content"] if fixed.system else "",
@@ -318,7 +321,7 @@ def _shrink(p: _Placement) -> bool:
     for name in reversed(PRIORITY):
         part = p.parts[name]
         if name == "summary" and p.summary is not None:
-            p.summary, p.summarised = None, []
+            p.summary = None  # what it stood for stays reported as dropped by the recent section
             return True
         if part.stream is not None:
             if part.taken:

@@ -230,3 +230,15 @@ def test_the_summary_never_swallows_what_the_recent_share_holds(api):
     assert by_name["summary"]["included"][0]["covers_until_seq"] < 4
     assert {"role": "assistant", "content": "1号收割机累计 498 小时。"} in ctx["messages"]
     assert ctx["total_tokens"] <= 110
+
+
+def test_a_tool_result_without_its_call_is_reported_dropped_not_sent(api):
+    conv = create_conversation(api)
+    post_batch(api, conv, [{"role": "user", "content": "查一下工时。"},
+                           {"role": "tool", "tool_call_id": "ghost", "content": "{\"engine_hours\": 498}"},
+                           {"role": "assistant", "content": "好的。"}])
+    ids = [m["id"] for m in api.get(f"/api/v1/conversations/{conv['id']}/messages").json()["results"]]
+    ctx = context(api, conv, "多少小时？")
+    recent = sections(ctx)["recent"]
+    assert recent["included"] == [ids[0], ids[2]] and recent["dropped"] == [ids[1]]
+    assert all(m["role"] != "tool" for m in ctx["messages"])
