@@ -7,8 +7,11 @@ conversation with tool calls and tool results of random sizes (appended through
 
 Floor, per call, in the same run: ``recall()`` alone + ``select_window()`` alone (on messages already
 loaded, with the window budget that call ended up using). Goal: context p95 ≤ 30 ms.
+Then the evidence case (bench/context_evidence.py): the same calls, each with 20 fresh passages of
+~200 tokens, against its own floor (``--evidence 0`` skips it).
 
     python -m bench.context
+    python -m bench.context --calls 100 --evidence 20 --evidence-tokens 200
     python -m bench.context --memories 200 --messages 300 --calls 200 --budgets 1000,2000,4000,8000,16000
 """
 from __future__ import annotations
@@ -30,6 +33,8 @@ def parse_args(argv=None):
     p.add_argument("--tool-share", type=float, default=0.4, help="share of turns with tool calls")
     p.add_argument("--max-tool-chars", type=int, default=12_000, help="largest tool result (characters)")
     p.add_argument("--append-batch", type=int, default=4, help="messages per messages_append call while building")
+    p.add_argument("--evidence", type=int, default=20, help="evidence passages per call in the evidence case (0: skip)")
+    p.add_argument("--evidence-tokens", type=int, default=200, help="tokens per evidence passage (default 200)")
     return p.parse_args(argv)
 
 
@@ -115,9 +120,9 @@ def main(argv=None) -> int:
     system = "你是农机维保助手。Answer in the user's language; cite memory ids when you use them."
     tools = [{"type": "function", "function": {"name": "get_asset_status", "parameters": {"type": "object"}}}]
 
-    def context_call(c):
+    def context_call(c, evidence=()):
         return assemble_context(ContextRequest(org=org, user_id=user, conversation=conversation, message=c["message"],
-                                               budget=c["budget"], system=system, tools=tools))
+                                               budget=c["budget"], system=system, tools=tools, evidence=list(evidence)))
 
     # Warm-up: the same calls once; the first call at a window boundary builds a summary row, later ones reuse it.
     bench.log(f"warm-up: {len(calls)} context calls (summaries get built here)")
@@ -167,6 +172,14 @@ def main(argv=None) -> int:
     sql_count = len(ctx.captured_queries)
     sql_first = [q["sql"][:140] for q in ctx.captured_queries]
 
+    evidence_case = None
+    if args.evidence > 0:
+        from bench import context_evidence
+
+        evidence_case = context_evidence.measure(
+            bench=bench, calls=calls, context_call=context_call, messages=messages, conversation=conversation,
+            org=org, user=user, count=args.evidence, tokens=args.evidence_tokens, seed=args.seed + 11)
+
     # ---------------------------------------------------------------- report
     st = {k: common.stats(v) for k, v in samples.items()}
     st["first_pass_with_summary_builds"] = common.stats(cold_ms)
@@ -176,7 +189,7 @@ def main(argv=None) -> int:
         if not d["context"]:
             continue
         cs, fs = common.stats(d["context"]), common.stats(d["floor"])
-        sec_names = ["system", "task_state", "memories", "episodes", "summary", "recent", "message"]
+        sec_names = ["system", "evidence", "task_state", "memories", "episodes", "summary", "recent", "message"]
         sec_mean = {name: round(sum(s.get(name, 0) for s in d["sections"]) / len(d["sections"]), 1) for name in sec_names}
         tokens_mean = sum(d["tokens"]) / len(d["tokens"])
         budget_json[b] = {"context_ms": cs, "floor_ms": fs, "ratio": common.ratios(cs, fs),
@@ -202,6 +215,7 @@ def main(argv=None) -> int:
         "calls_over_budget": over_budget,
         "sql_per_call": {"count": sql_count, "first_call": sql_first},
         "goals": {"context_p95_le_30ms": {"value": ctx_p95, "limit": 30.0, "status": common.goal_mark(ctx_p95, 30.0)}},
+        "evidence_case": evidence_case,
         "rss_mb": common.rss_mb(), "peak_rss_mb": common.peak_rss_mb(),
     }
     out = common.write_results(bench, payload)
@@ -228,6 +242,10 @@ def main(argv=None) -> int:
               f"{inner_st['rest']['p50']} ms / p95 {inner_st['rest']['p95']} ms; {sql_count} SQL statements per call")
     print(f"goal: context p95 = {ctx_p95} ms (≤ 30 ms: {payload['goals']['context_p95_le_30ms']['status']}); "
           f"ratio p50/p95 = {payload['ratio'].get('p50')}/{payload['ratio'].get('p95')}; calls over budget: {over_budget}")
+    if evidence_case:
+        from bench import context_evidence
+
+        context_evidence.report(evidence_case)
     print(f"RSS {payload['rss_mb']} MiB (peak {payload['peak_rss_mb']} MiB)")
     print(f"\nresults: {out.relative_to(common.REPO_ROOT) if out.is_relative_to(common.REPO_ROOT) else out}")
     return 0

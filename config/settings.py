@@ -224,6 +224,9 @@ LLM_BASE_URL = env.str("LLM_BASE_URL", default="")
 LLM_MODEL = env.str("LLM_MODEL", default="gpt-4o-mini")
 LLM_API_KEY = env.str("LLM_API_KEY", default="")
 LLM_TIMEOUT = env.float("LLM_TIMEOUT", default=20.0)
+# The rolling summary is made inside a context request: its LLM call gets a much shorter timeout
+# than extraction (which runs in a worker); on timeout the extractive summary answers.
+SUMMARY_LLM_TIMEOUT = env.float("SUMMARY_LLM_TIMEOUT", default=5.0)
 
 # --------------------------------------------------------------------------- entity access
 ENTITY_ACCESS_POLICY = env.str("ENTITY_ACCESS_POLICY", default="local")  # local | http
@@ -265,9 +268,16 @@ FORGET_PREVIEW_MIN_COSINE = env.float("FORGET_PREVIEW_MIN_COSINE", default=0.5)
 
 # --------------------------------------------------------------------------- context assembly
 CONTEXT_DEFAULT_BUDGET = env.int("CONTEXT_DEFAULT_BUDGET", default=4000)
-# Upper bounds per section as fractions of the total; the recent window takes what is left.
+# Each section's share of the room left after the system prompt and the new message (sum <= 1); a
+# share a section does not need goes to the others in priority order (docs/api.md "Context").
 CONTEXT_SECTION_BUDGETS = env.json("CONTEXT_SECTION_BUDGETS", default={
-    "task_state": 0.15, "memories": 0.2, "episodes": 0.15, "summary": 0.15})
+    "evidence": 0.5, "task_state": 0.06, "preferences": 0.04, "recent": 0.16, "memories": 0.05, "episodes": 0.03,
+    "summary": 0.12})
+# The caller's evidence: at most this many passages of at most this many characters each; a passage
+# longer than CONTEXT_EVIDENCE_MAX_TOKENS is cut to it (and reported as truncated).
+CONTEXT_EVIDENCE_MAX_ITEMS = env.int("CONTEXT_EVIDENCE_MAX_ITEMS", default=50)
+CONTEXT_EVIDENCE_MAX_CHARS = env.int("CONTEXT_EVIDENCE_MAX_CHARS", default=8000)
+CONTEXT_EVIDENCE_MAX_TOKENS = env.int("CONTEXT_EVIDENCE_MAX_TOKENS", default=1000)
 CONTEXT_TOOL_RESULT_MAX_TOKENS = env.int("CONTEXT_TOOL_RESULT_MAX_TOKENS", default=300)
 CONTEXT_RECALL_K = env.int("CONTEXT_RECALL_K", default=8)
 CONTEXT_MAX_PREFERENCES = env.int("CONTEXT_MAX_PREFERENCES", default=10)  # always-included standing preferences

@@ -20,6 +20,7 @@ from conversations.tokens import count_message_tokens, count_tokens, truncate_to
 
 __all__ = [
     "WindowMessage",
+    "WindowPlan",
     "WindowResult",
     "message_tokens",
     "normalize_tool_call",
@@ -224,6 +225,69 @@ def _prepare(
     return message, False
 
 
+class WindowPlan:
+    """The units of ``messages`` (chronological input), newest first, each prepared on first use.
+
+    Context assembly grows the window in several steps (its own share, then whatever the budget
+    has left): the plan lets it price one more unit at a time instead of selecting again.
+    """
+
+    def __init__(self, messages: list[WindowMessage], *, query: str = "", tool_result_max_tokens: int = 300) -> None:
+        self.messages = messages
+        self.query = query
+        self.tool_result_max_tokens = tool_result_max_tokens
+        self._plan = _plan_units(messages)
+        self._prepared: list[tuple[list[WindowMessage], int, list[int]]] = []  # newest first
+
+    def __len__(self) -> int:
+        return len(self._plan.units)
+
+    def _unit(self, i: int) -> tuple[list[WindowMessage], int, list[int]]:
+        while len(self._prepared) <= i:
+            unit = self._plan.units[len(self._plan.units) - 1 - len(self._prepared)]
+            prepared = [_prepare(self.messages, j, plan=self._plan, query=self.query,
+                                 tool_result_max_tokens=self.tool_result_max_tokens) for j in unit]
+            self._prepared.append(([m for m, _ in prepared], sum(message_tokens(m) for m, _ in prepared),
+                                   [m.id for m, cut in prepared if cut]))
+        return self._prepared[i]
+
+    def cost(self, i: int) -> int:
+        """Tokens of the i-th newest unit (0 = the newest)."""
+        return self._unit(i)[1]
+
+    def fitting(self, budget: int) -> int:
+        """How many of the newest units fit ``budget`` together (contiguous: never skip one)."""
+        n = used = 0
+        while budget > 0 and n < len(self) and used + self.cost(n) <= budget:
+            used += self.cost(n)
+            n += 1
+        return n
+
+    def newest(self, n: int) -> list[WindowMessage]:
+        """The messages (prepared, chronological) of the ``n`` newest units."""
+        return [m for i in range(n - 1, -1, -1) for m in self._unit(i)[0]]
+
+    def newest_dropped_seq(self, n: int) -> int:
+        """The seq of the newest message left out when the window is the ``n`` newest units (0: none)."""
+        if n >= len(self):
+            return 0
+        return self.messages[self._plan.units[len(self) - n - 1][-1]].seq
+
+    def result(self, n: int) -> WindowResult:
+        """The window made of the ``n`` newest units."""
+        result = WindowResult(orphaned_ids=[self.messages[i].id for i in sorted(self._plan.orphans)])
+        result.unanswered_call_ids = [
+            call_id for i, m in enumerate(self.messages) for call_id in m.call_ids()
+            if (i, call_id) not in self._plan.answered
+        ]
+        units = [self._unit(i) for i in range(n)]
+        result.included = [m for unit, _, _ in reversed(units) for m in unit]
+        result.tokens = sum(cost for _, cost, _ in units)
+        result.truncated_ids = sorted(i for _, _, cut in units for i in cut)
+        result.dropped = [self.messages[i] for unit in self._plan.units[: len(self) - n] for i in unit]
+        return result
+
+
 def select_window(
     messages: list[WindowMessage],
     budget: int,
@@ -237,26 +301,5 @@ def select_window(
     Calls with no result anywhere in the input are stripped from the included copy of
     their assistant message (see ``unanswered_call_ids``).
     """
-    plan = _plan_units(messages)
-    result = WindowResult(orphaned_ids=[messages[i].id for i in sorted(plan.orphans)])
-    result.unanswered_call_ids = [
-        call_id for i, m in enumerate(messages) for call_id in m.call_ids() if (i, call_id) not in plan.answered
-    ]
-    included_units: list[list[WindowMessage]] = []
-    if budget > 0:
-        for unit in reversed(plan.units):
-            prepared = [
-                _prepare(messages, i, plan=plan, query=query, tool_result_max_tokens=tool_result_max_tokens)
-                for i in unit
-            ]
-            cost = sum(message_tokens(m) for m, _ in prepared)
-            if result.tokens + cost > budget:
-                break  # contiguous window: never skip a unit to fit an older one
-            result.tokens += cost
-            included_units.append([m for m, _ in prepared])
-            result.truncated_ids.extend(m.id for m, cut in prepared if cut)
-    first_included = len(plan.units) - len(included_units)
-    result.included = [m for unit in reversed(included_units) for m in unit]
-    result.dropped = [messages[i] for unit in plan.units[:first_included] for i in unit]
-    result.truncated_ids.sort()
-    return result
+    plan = WindowPlan(messages, query=query, tool_result_max_tokens=tool_result_max_tokens)
+    return plan.result(plan.fitting(budget))

@@ -2,7 +2,8 @@
 
 A summary row covers messages 1..covers_until_seq. It is rolled forward in chunks (previous summary
 + the messages after it), so consecutive turns reuse the same row instead of summarising again.
-LLM summariser when configured, extractive otherwise; any failure falls back to hard truncation.
+LLM summariser when configured (memory/llm_summary.py), extractive otherwise or when the LLM fails;
+should the extractive one fail too, hard truncation.
 """
 import logging
 
@@ -13,6 +14,7 @@ from conversations.services import summary_store
 from conversations.summarize import summarize_extractive
 from conversations.tokens import count_tokens, truncate_to_tokens
 from conversations.window import WindowMessage
+from memory.llm_summary import SummaryUnavailable, produced_by, summarize_llm
 
 logger = logging.getLogger(__name__)
 
@@ -25,27 +27,29 @@ def window_message(message: Message) -> WindowMessage:
 def _summarize(messages: list[WindowMessage], budget: int, previous: str | None) -> tuple[str, str]:
     if settings.LLM_BASE_URL:
         try:
-            from memory.llm_summary import summarize_llm
-
-            return summarize_llm(messages, budget_tokens=budget, previous_summary=previous), "llm"
-        except Exception as exc:  # the summary is best effort; never fail the context call
-            logger.warning("llm summary failed (%s); using extractive", type(exc).__name__)
+            return summarize_llm(messages, budget_tokens=budget, previous_summary=previous), produced_by()
+        except SummaryUnavailable as exc:  # the summary is best effort; never fail the context call
+            logger.warning("llm summary unavailable: reason=%s messages=%d budget=%d details=%s; using extractive",
+                           exc.reason, len(messages), budget, exc.details)
     try:
         return summarize_extractive(messages, budget_tokens=budget, previous_summary=previous), "extractive"
-    except Exception as exc:
+    except Exception as exc:  # a bug in the extractive summariser must not fail the context call either
         logger.warning("extractive summary failed (%s); truncating", type(exc).__name__)
         text = "\n".join(f"{m.role}: {m.content}" for m in messages if m.content)
         return truncate_to_tokens(((previous or "") + "\n" + text).strip(), budget), "truncation"
 
 
-def summary_covering(*, conversation: Conversation, last_dropped_seq: int, budget: int) -> tuple[HistorySummary | None, bool]:
-    """A summary covering messages up to last_dropped_seq or a little further, reused when one
-    exists. Returns (summary, reused)."""
+def summary_covering(*, conversation: Conversation, last_dropped_seq: int, budget: int,
+                     before_seq: int | None = None) -> tuple[HistorySummary | None, bool]:
+    """A summary covering messages up to last_dropped_seq or a little further (but never reaching
+    before_seq: those messages stay verbatim), reused when one exists. Returns (summary, reused)."""
     if last_dropped_seq <= 0 or budget <= 0:
         return None, False
+    ahead = last_dropped_seq + settings.SUMMARY_ROLL_CHUNK
+    if before_seq is not None:
+        ahead = max(last_dropped_seq, min(ahead, before_seq - 1))
     best = (HistorySummary.objects.filter(conversation=conversation, covers_until_seq__gte=last_dropped_seq,
-                                          covers_until_seq__lte=last_dropped_seq + settings.SUMMARY_ROLL_CHUNK,
-                                          token_count__lte=budget)
+                                          covers_until_seq__lte=ahead, token_count__lte=budget)
             .order_by("covers_until_seq", "-id").first())
     if best is not None:
         return best, True
@@ -55,6 +59,8 @@ def summary_covering(*, conversation: Conversation, last_dropped_seq: int, budge
     start = previous.covers_until_seq if previous else 0
     # Roll a chunk past what is needed now, so the next turns can reuse this row.
     until = last_dropped_seq + settings.SUMMARY_ROLL_CHUNK // 2
+    if before_seq is not None:
+        until = max(last_dropped_seq, min(until, before_seq - 1))
     rows = list(Message.objects.filter(conversation=conversation, seq__gt=start, seq__lte=until, redacted=False,
                                        do_not_remember=False).order_by("seq"))
     text, produced_by = _summarize([window_message(m) for m in rows], budget, previous.text if previous else None)

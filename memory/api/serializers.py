@@ -163,6 +163,21 @@ class MemoryListParamsSerializer(StrictSerializer):
         return super().to_internal_value(data)
 
 
+class EvidenceInputSerializer(StrictSerializer):
+    id = serializers.CharField(max_length=200, help_text="Your id for the passage; the response reports it.")
+    text = StrictCharField(max_length=None, trim_whitespace=False)
+    source = StrictCharField(max_length=500, help_text="Where it comes from (document, URL, section).")
+    score = serializers.FloatField(required=False, allow_null=True,
+                                   help_text="Retrieval score; when given, passages are ranked by it (highest first).")
+
+    def validate_text(self, value):
+        if not value.strip():
+            raise serializers.ValidationError("This field may not be blank.")
+        if len(value) > settings.CONTEXT_EVIDENCE_MAX_CHARS:
+            raise serializers.ValidationError(f"At most {settings.CONTEXT_EVIDENCE_MAX_CHARS} characters.")
+        return value
+
+
 class ContextInputSerializer(StrictSerializer):
     message = StrictCharField(allow_blank=True, max_length=None, help_text="The next user message.")
     budget = serializers.IntegerField(required=False, min_value=64, help_text="Total token budget (hard cap).")
@@ -174,7 +189,19 @@ class ContextInputSerializer(StrictSerializer):
     recent_only = serializers.BooleanField(required=False, default=False,
                                            help_text="Baseline mode: sliding window and summary only.")
     section_budgets = serializers.DictField(child=serializers.FloatField(min_value=0, max_value=1), required=False,
-                                           default=dict)
+                                           default=dict, help_text="Override shares (fractions of the room after "
+                                                                   "system and message); all shares sum to at most 1.")
+    evidence = EvidenceInputSerializer(many=True, required=False, default=list,
+                                       help_text="Your retrieval results for this turn: placed after the system "
+                                                 "prompt, numbered [1..n] for citation.")
+
+    def validate_evidence(self, value):
+        if len(value) > settings.CONTEXT_EVIDENCE_MAX_ITEMS:
+            raise serializers.ValidationError(f"At most {settings.CONTEXT_EVIDENCE_MAX_ITEMS} passages.")
+        ids = [item["id"] for item in value]
+        if len(set(ids)) != len(ids):
+            raise serializers.ValidationError("Passage ids must be unique.")
+        return value
 
     def validate_message(self, value):
         if len(value) > settings.MAX_MESSAGE_CHARS:
@@ -195,8 +222,8 @@ class ContextInputSerializer(StrictSerializer):
         unknown = set(value) - set(settings.CONTEXT_SECTION_BUDGETS)
         if unknown:
             raise serializers.ValidationError(f"Unknown sections: {sorted(unknown)}.")
-        if sum(value.values()) > 0.9:
-            raise serializers.ValidationError("Section fractions must leave room for the recent window (sum ≤ 0.9).")
+        if sum({**settings.CONTEXT_SECTION_BUDGETS, **value}.values()) > 1.0 + 1e-9:
+            raise serializers.ValidationError("With the defaults for the sections not given, shares must sum to at most 1.")
         return value
 
 
@@ -206,12 +233,14 @@ class ContextSectionOutputSerializer(serializers.Serializer):
     text = serializers.CharField(allow_blank=True)
     included = serializers.ListField(child=serializers.JSONField())
     dropped = serializers.ListField(child=serializers.JSONField())
+    truncated = serializers.ListField(child=serializers.JSONField(), help_text="Included, but cut to fit.")
 
 
 class ContextOutputSerializer(serializers.Serializer):
     budget = serializers.IntegerField()
     total_tokens = serializers.IntegerField()
     recall_degraded = serializers.BooleanField()
+    message_truncated = serializers.BooleanField(help_text="The new message was cut to fit beside the system prompt.")
     sections = ContextSectionOutputSerializer(many=True)
     messages = serializers.ListField(child=serializers.DictField())
 

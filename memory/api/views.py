@@ -162,25 +162,43 @@ class RecallApi(APIView):
         return Response(body)
 
 
+def context_request(*, org, user_id: str, conversation, v: dict):
+    """The assembly request from a validated ContextInputSerializer (REST and MCP alike)."""
+    from memory.context import ContextRequest
+    from memory.context_evidence import Evidence
+
+    return ContextRequest(
+        org=org, user_id=user_id, conversation=conversation, message=v["message"], budget=v.get("budget"),
+        system=v["system"], tools=v["tools"], at=v.get("at"), k=v.get("k"), recent_only=v["recent_only"],
+        section_budgets=v["section_budgets"],
+        evidence=[Evidence(id=e["id"], text=e["text"], source=e["source"], score=e.get("score")) for e in v["evidence"]])
+
+
+def context_data(result) -> dict:
+    """The context response body (REST and MCP alike)."""
+    return {
+        "budget": result.budget, "total_tokens": result.total_tokens, "recall_degraded": result.recall_degraded,
+        "message_truncated": result.message_truncated,
+        "sections": [{"name": sec.name, "tokens": sec.tokens, "text": sec.text, "included": sec.included,
+                      "dropped": sec.dropped, "truncated": sec.truncated} for sec in result.sections],
+        "messages": result.messages,
+    }
+
+
 class ContextApi(APIView):
     @extend_schema(request=s.ContextInputSerializer, responses=s.ContextOutputSerializer)
     def post(self, request, conversation_id: int):
-        from memory.context import ContextRequest, assemble_context
+        from memory.context import ContextBudgetError, assemble_context
 
         conversation = conversation_get(org=request.user.org, user_id=request.user.user_id, conversation_id=conversation_id)
         data = s.ContextInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        v = data.validated_data
-        result = assemble_context(ContextRequest(
-            org=request.user.org, user_id=request.user.user_id, conversation=conversation, message=v["message"],
-            budget=v.get("budget"), system=v["system"], tools=v["tools"], at=v.get("at"), k=v.get("k"),
-            recent_only=v["recent_only"], section_budgets=v["section_budgets"]))
-        return Response({
-            "budget": result.budget, "total_tokens": result.total_tokens, "recall_degraded": result.recall_degraded,
-            "sections": [{"name": sec.name, "tokens": sec.tokens, "text": sec.text, "included": sec.included,
-                          "dropped": sec.dropped} for sec in result.sections],
-            "messages": result.messages,
-        })
+        try:
+            result = assemble_context(context_request(org=request.user.org, user_id=request.user.user_id,
+                                                      conversation=conversation, v=data.validated_data))
+        except ContextBudgetError as exc:
+            raise ValidationError({exc.field: [str(exc)]}) from None
+        return Response(context_data(result))
 
 
 class ConversationReextractApi(APIView):

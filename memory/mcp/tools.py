@@ -22,8 +22,8 @@ from conversations.models import Conversation
 from conversations.selectors import conversation_get
 from entities.selectors import entity_labels
 from memory.api import serializers as s
-from memory.api.views import recall_item_data
-from memory.context import ContextRequest, assemble_context
+from memory.api.views import context_data, context_request, recall_item_data
+from memory.context import ContextBudgetError, assemble_context
 from memory.selectors import RecallQuery, recall
 from tenancy.authentication import ApiPrincipal
 
@@ -75,6 +75,16 @@ def _context_input_schema() -> dict:
                         "description": "The new user message."},
             "budget": {"type": ["integer", "null"], "minimum": 64, "maximum": settings.MAX_CONTEXT_BUDGET,
                        "description": f"Total token budget, a hard cap (default {settings.CONTEXT_DEFAULT_BUDGET})."},
+            "evidence": {
+                "type": ["array", "null"], "maxItems": settings.CONTEXT_EVIDENCE_MAX_ITEMS,
+                "description": "Your retrieval results for this turn (best first, or ranked by score): placed right "
+                               "after the system prompt and numbered [1..n] so the answer can cite them.",
+                "items": {"type": "object", "additionalProperties": False, "required": ["id", "text", "source"],
+                          "properties": {
+                              "id": {"type": ["string", "integer"], "description": "Your id; reported back."},
+                              "text": {"type": "string", "minLength": 1, "maxLength": settings.CONTEXT_EVIDENCE_MAX_CHARS},
+                              "source": {"type": "string", "maxLength": 500},
+                              "score": {"type": ["number", "null"]}}}},
         },
         "required": ["conversation_id", "message"],
         "additionalProperties": False,
@@ -105,13 +115,15 @@ CONTEXT_OUTPUT_SCHEMA = {
     "type": "object",
     "properties": {
         "budget": {"type": "integer"}, "total_tokens": {"type": "integer"}, "recall_degraded": {"type": "boolean"},
+        "message_truncated": {"type": "boolean"},
         "sections": {"type": "array", "items": {"type": "object", "properties": {
             "name": {"type": "string"}, "tokens": {"type": "integer"}, "text": {"type": "string"},
-            "included": {"type": "array"}, "dropped": {"type": "array"}}, "required": ["name", "tokens", "text"]}},
+            "included": {"type": "array"}, "dropped": {"type": "array"}, "truncated": {"type": "array"}},
+            "required": ["name", "tokens", "text", "included", "dropped", "truncated"]}},
         "messages": {"type": "array", "items": {"type": "object", "properties": {"role": {"type": "string"}},
                                                 "required": ["role"]}},
     },
-    "required": ["budget", "total_tokens", "recall_degraded", "sections", "messages"],
+    "required": ["budget", "total_tokens", "recall_degraded", "message_truncated", "sections", "messages"],
 }
 
 
@@ -120,7 +132,14 @@ CONTEXT_OUTPUT_SCHEMA = {
 def _schema_errors(schema: dict, arguments: dict) -> list[str]:
     errors, unknown = [], []
     for error in Draft202012Validator(schema).iter_errors(arguments):
-        if error.validator == "additionalProperties":
+        path = list(error.absolute_path)
+        if path:  # inside an argument (an evidence item): name the argument and the item
+            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path[1:])
+            problem = (f"missing {error.message.split(' is a required')[0]}." if error.validator == "required"
+                       else f"unknown field(s) {sorted(set(error.instance) - set(error.schema.get('properties', {})))}."
+                       if error.validator == "additionalProperties" else _problem(error))
+            errors.append(f"Invalid argument '{path[0]}'{where}: {problem}")
+        elif error.validator == "additionalProperties":
             unknown += sorted(set(error.instance) - set(schema["properties"]))
         elif error.validator == "required":
             errors.append(f"Missing argument {error.message.split(' is a required')[0]}.")
@@ -194,17 +213,12 @@ def get_context(principal: ApiPrincipal, arguments: dict) -> dict:
     conversation_id = arguments["conversation_id"]
     v = _validated(s.ContextInputSerializer, {k: val for k, val in arguments.items() if k != "conversation_id"})
     conversation = _readable_conversation(principal, conversation_id)
-    result = assemble_context(ContextRequest(
-        org=principal.org, user_id=principal.user_id, conversation=conversation, message=v["message"],
-        budget=v.get("budget"), system=v["system"], tools=v["tools"], at=v.get("at"), k=v.get("k"),
-        recent_only=v["recent_only"], section_budgets=v["section_budgets"]))
-    # The body ContextApi returns.
-    return {
-        "budget": result.budget, "total_tokens": result.total_tokens, "recall_degraded": result.recall_degraded,
-        "sections": [{"name": sec.name, "tokens": sec.tokens, "text": sec.text, "included": sec.included,
-                      "dropped": sec.dropped} for sec in result.sections],
-        "messages": result.messages,
-    }
+    try:
+        result = assemble_context(context_request(org=principal.org, user_id=principal.user_id,
+                                                  conversation=conversation, v=v))
+    except ContextBudgetError as exc:
+        raise ToolError(f"Invalid argument '{exc.field}': {exc}") from None
+    return context_data(result)  # the body ContextApi returns
 
 
 # --------------------------------------------------------------------------- registry
@@ -236,8 +250,9 @@ TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in [
     ToolSpec(
         name="get_context", title="Assemble context", input_schema=_context_input_schema,
         output_schema=CONTEXT_OUTPUT_SCHEMA, handler=get_context,
-        description="Build the token-budgeted context for the next turn of a conversation: task state, "
-                    "relevant memories, summary and recent messages, ending with the new message. Read-only.",
+        description="Build the token-budgeted context for the next turn of a conversation: your evidence "
+                    "(numbered for citation), task state, relevant memories, summary and recent messages, ending "
+                    "with the new message; each section says what was included, dropped or truncated. Read-only.",
     ),
 ]}
 

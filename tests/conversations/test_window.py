@@ -6,6 +6,7 @@ from hypothesis import HealthCheck, given, settings as hypothesis_settings, stra
 from conversations.tokens import count_tokens
 from conversations.window import (
     WindowMessage,
+    WindowPlan,
     message_tokens,
     normalize_tool_call,
     select_window,
@@ -316,3 +317,22 @@ def test_window_invariants(messages, budget, tool_limit, query):
             calls_so_far.add(call["id"])
             pending.add(call["id"])
     assert pending == set()
+
+
+def test_window_plan_grows_one_unit_at_a_time_like_select_window():
+    messages = [WindowMessage(i, "user", FILLER, seq=i) for i in range(1, 4)] + \
+        [dataclass_copy(m, seq=10 + m.id) for m in _tool_conversation()]
+    plan = WindowPlan(messages, query="最贵", tool_result_max_tokens=100)
+    assert len(plan) == 7  # three fillers, user, the call with its result, assistant, user: 8 messages, 7 units
+    for budget in (0, 30, 200, 400, 10_000):
+        n = plan.fitting(budget)
+        expected = select_window(messages, budget, query="最贵", tool_result_max_tokens=100)
+        assert plan.result(n).included == expected.included == plan.newest(n)
+        assert plan.result(n).tokens == expected.tokens == sum(plan.cost(i) for i in range(n))
+        assert plan.newest_dropped_seq(n) == max((m.seq for m in expected.dropped), default=0)
+
+
+def dataclass_copy(message, **changes):
+    import dataclasses
+
+    return dataclasses.replace(message, **changes)

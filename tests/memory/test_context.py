@@ -88,11 +88,31 @@ def test_oversized_tool_result_is_cut_and_pairs_stay_intact(api):
     assert ctx["messages"].index(calls[0]) < ctx["messages"].index(tool[0])
 
 
-def test_tiny_budget_is_still_a_hard_cap(api):
+def test_tiny_budget_is_still_a_hard_cap_and_a_cut_message_is_flagged(api):
     conv = create_conversation(api)
     post_batch(api, conv, [{"role": "user", "content": "你好" * 200}])
-    ctx = context(api, conv, "很长的问题" * 100, budget=64, system="系统提示" * 100)
+    ctx = context(api, conv, "很长的问题" * 100, budget=64, system="系统提示")
     assert count_messages_tokens(ctx["messages"]) <= 64
+    assert ctx["messages"][0] == {"role": "system", "content": "系统提示"}  # the system prompt is never cut
+    message = section(ctx, "message")
+    assert ctx["message_truncated"] is True and message["truncated"] == ["message"]
+    assert ctx["messages"][-1]["content"] == message["text"] and ("很长的问题" * 100).startswith(message["text"])
+    assert len(message["text"]) > 0
+    whole = context(api, conv, "很长的问题", budget=64, system="系统提示")
+    assert whole["message_truncated"] is False and section(whole, "message")["truncated"] == []
+
+
+def test_a_system_prompt_larger_than_the_budget_is_400_naming_it(api):
+    conv = create_conversation(api)
+    response = api.post(f"/api/v1/conversations/{conv['id']}/context",
+                        {"message": "问题", "budget": 64, "system": "系统提示" * 100}, format="json")
+    assert response.status_code == 400 and "system" in response.json()
+    assert "budget is 64" in response.json()["system"][0]
+    # Tool schemas count with the system prompt, and the message says so.
+    tools = [{"type": "function", "function": {"name": f"tool_{i}", "description": "查询设备状态" * 5}} for i in range(5)]
+    response = api.post(f"/api/v1/conversations/{conv['id']}/context",
+                        {"message": "问题", "budget": 100, "system": "短", "tools": tools}, format="json")
+    assert response.status_code == 400 and "tool schemas" in response.json()["system"][0]
 
 
 def test_context_of_unreadable_conversation_is_404(api, api_u2):

@@ -94,7 +94,7 @@ def test_initialize_and_list_exactly_two_read_only_tools(mcp_url, org):
         assert tool.annotations.read_only_hint is True and tool.output_schema["type"] == "object"
     by_name = {t.name: t.input_schema for t in tools}
     assert set(by_name["recall_memory"]["properties"]) == {"query", "k", "kinds", "at", "conversation_id"}
-    assert set(by_name["get_context"]["properties"]) == {"conversation_id", "message", "budget"}
+    assert set(by_name["get_context"]["properties"]) == {"conversation_id", "message", "budget", "evidence"}
 
 
 @live
@@ -139,6 +139,34 @@ def test_get_context_stays_within_the_budget_and_matches_rest(mcp_url, org):
     assert set(ctx) == set(rest) and ctx["messages"] == rest["messages"]  # the second call reuses the summary
     assert [(s["name"], s["tokens"], s["text"]) for s in ctx["sections"]] == \
            [(s["name"], s["tokens"], s["text"]) for s in rest["sections"]]
+
+
+@live
+def test_get_context_takes_evidence_and_reports_what_was_cut(mcp_url, org, settings):
+    settings.CONTEXT_EVIDENCE_MAX_TOKENS = 60
+    api = make_client(org, "u1")
+    conv = create_conversation(api, title="maintenance")
+    post_messages(api, conv, [{"role": "user", "content": "1号收割机的液压油该换了吗？"}])
+    evidence = [{"id": "kb-7", "text": "液压油每工作500小时更换一次。", "source": "维保手册 4.2", "score": 0.9},
+                {"id": "kb-9", "text": "更换液压油时须同时更换滤芯。" * 20, "source": "维保手册 4.3", "score": 0.7},
+                {"id": 12, "text": "冬季使用低温液压油。", "source": "维保手册 4.5"}]
+    args = {"conversation_id": conv["id"], "message": "液压油多久换一次？", "budget": 400, "evidence": evidence}
+    [result] = call(mcp_url, auth_headers(api.raw_key), ("get_context", args))
+    assert not result.is_error, result.content
+    ctx = result.structured_content
+    sections = {s["name"]: s for s in ctx["sections"]}
+    assert sections["evidence"]["included"] == ["kb-7", "kb-9", "12"] and sections["evidence"]["truncated"] == ["kb-9"]
+    assert ctx["messages"][0]["content"] == sections["evidence"]["text"]  # first: the tool takes no system prompt
+    assert "[1] 液压油每工作500小时更换一次。 (source: 维保手册 4.2)" in ctx["messages"][0]["content"]
+    assert "[3] 冬季使用低温液压油。" in ctx["messages"][0]["content"]
+    rest = api.post(f"/api/v1/conversations/{conv['id']}/context",
+                    {k: v for k, v in args.items() if k != "conversation_id"}, format="json").json()
+    assert rest["sections"] == ctx["sections"] and rest["messages"] == ctx["messages"]
+    [bad, duplicate] = call(mcp_url, auth_headers(api.raw_key),
+                            ("get_context", {**args, "evidence": [{"id": "a", "text": "x"}]}),
+                            ("get_context", {**args, "evidence": [evidence[0], evidence[0]]}))
+    assert_tool_error(bad, "'evidence'")
+    assert_tool_error(duplicate, "'evidence'", "unique")
 
 
 @live
