@@ -190,6 +190,7 @@ class EntityMatcher:
         self.version = digest.hexdigest()
         self._by_type = {t: tuple(ids) for t, ids in by_type.items()}
         self._name_filter_cache: dict[tuple[str, tuple[str, ...]], tuple[int, ...]] = {}
+        self._partial = None  # entities.partial.PartialIndex, built on first use (jieba per surface)
 
         self._automaton: ahocorasick.Automaton | None = None
         if index:
@@ -243,6 +244,14 @@ class EntityMatcher:
             surface = text[o_start:o_end]
             out.extend(Match(eid, o_start, o_end, surface, how) for eid, how in entries)
         return out
+
+    def partial(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+        """Entities `text` names only partially ("那座烘干塔" → 烘干一号塔, 烘干二号塔), with the spans."""
+        if self._partial is None:
+            from entities.partial import PartialIndex
+
+            self._partial = PartialIndex(self._refs.values())
+        return self._partial.find(text)
 
     def ids_of_type(self, type_: str) -> tuple[int, ...]:
         return self._by_type.get(type_, ())

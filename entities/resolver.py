@@ -6,6 +6,8 @@ Rules, in order; the first that yields a visible candidate decides:
   (c) coreference ("它", "这台", "it") -> the latest entity of the current conversation's window
   (d) long-term cue ("上次", "那台", "last time") -> the latest entity from past conversations
   (e) a type or category word alone ("那台收割机", "the tractor") -> every entity of that kind
+  (f) a partial name ("那座烘干塔" for 烘干一号塔 / 烘干二号塔; entities/partial.py) -> every entity it
+      partially names; it also restricts (c) and (d), so "上次那辆冷链车" is the latest of the 冷链车
 One candidate -> "resolved"; several -> "ambiguous" with them; none -> "none". With
 `max_candidates`, an ambiguous answer lists the first `max_candidates` (in the rule's order) and
 says `truncated`; the status is the same as without the cap.
@@ -73,9 +75,15 @@ def resolve(
     gate = _Gate(entities, allowed, allowed_many)
     matches = matcher.find(text, keep=gate.visible)
     cues = scan(text)
+    # (b') partial names: "冷链车" for 冷链11号车 / 冷链12号车 (entities/partial.py). Its spans count as
+    # names too: the "车" of "冷链车" is not the type word "车" (assets).
+    partial_ids, partial_spans = matcher.partial(text) if hasattr(matcher, "partial") else ([], [])
+    partial_ids = [i for i in partial_ids if i in entities]  # visibility asked only as far as needed
     # A type word inside a matched surface is part of a name ("S780 联合收割机" is a model, its
     # "收割机" says nothing about the type the user means).
-    type_cues = [c for c in cues if c.kind == "type" and not _covered(c, matches)]
+    partial_types = {entities[i].type for i in partial_ids}
+    type_cues = [c for c in cues if c.kind == "type" and not _covered(c, matches)
+                 and not (c.type not in partial_types and any(s <= c.start and c.end <= e for s, e in partial_spans))]
     constraint = _Constraint.from_cues(type_cues)
     evidence: list[dict] = []
     if type_cues:
@@ -104,7 +112,8 @@ def resolve(
         ids, latest = _latest_turn(
             mentions() if callable(mentions) else mentions,
             gate,
-            lambda eid: eid in entities and constraint.accepts(entities[eid]),
+            lambda eid: eid in entities and constraint.accepts(entities[eid])
+            and (not partial_ids or eid in partial_ids),
             batch=max_candidates + 1 if max_candidates else None,
         )
         if ids and latest is not None:
@@ -135,6 +144,16 @@ def resolve(
         if resolution.truncated:
             step["entity_ids"] = resolution.candidates
             step["truncated"] = True
+        return resolution
+
+    # (f): a partial name and no cue or type word that decided: every entity it partially names.
+    named = gate.visible_prefix((eid for eid in partial_ids if constraint.type_ok(entities[eid])),
+                                None if max_candidates is None else max_candidates + 1)
+    if named:
+        step = {"rule": "partial_name", "surfaces": [text[s:e] for s, e in partial_spans], "entity_ids": named}
+        resolution = _decide(named, evidence + [step], max_candidates)
+        if resolution.truncated:
+            step["entity_ids"], step["truncated"] = resolution.candidates, True
         return resolution
 
     return Resolution(status="none", evidence=evidence)
