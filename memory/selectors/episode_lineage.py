@@ -15,6 +15,11 @@ state is read from them, never from its wording:
 
 An assistant turn that directly answers a user turn and has no memory of its own (the
 acknowledgement "好的，记下了：…") inherits the state of the user turn it answers.
+
+Small talk ("谢谢，最近老忘", "好的", "不错，坚持下去") is not history worth recalling: a Chinese turn
+from which nothing was extracted, that names no entity and has no content word by part of speech
+(no noun, name, verbal noun, numeral or Latin/digit token) is dropped from recall. English turns are
+not judged (jieba tags every Latin word alike); they stay plain history.
 """
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -22,6 +27,7 @@ from dataclasses import dataclass, field
 from django.db.models import Q
 
 from conversations.models import Message
+from conversations.textutil import cjk_ratio
 from memory.models import Memory, MemorySource
 
 MAX_CHAIN = 20  # supersede chains are short; the bound only guards against a cycle in bad data
@@ -35,6 +41,22 @@ class Lineage:
 
 
 NONE = Lineage("none")
+
+
+# Part-of-speech flags (jieba) of words that carry content: nouns and names of every kind, verbal
+# nouns, numerals and Latin/digit tokens (codes, products, quantities).
+_CONTENT_FLAGS = ("n", "vn", "m", "eng")
+
+
+def is_small_talk(text: str) -> bool:
+    """No content word (see the module doc). Callers check that nothing was extracted from it."""
+    if not text or cjk_ratio(text) < 0.5:
+        return False
+    import jieba
+    import jieba.posseg
+
+    jieba.setLogLevel(60)
+    return not any(flag.startswith(_CONTENT_FLAGS) for word, flag in jieba.posseg.cut(text) if word.strip())
 
 
 def _state(derived: list[tuple]) -> Lineage:

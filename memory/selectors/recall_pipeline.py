@@ -18,7 +18,7 @@ from conversations.textutil import cjk_ratio
 from entities.policy import allowed_entity_ids
 from memory.embeddings import CompositeEmbedder
 from memory.keyword import keyword_scores
-from memory.selectors.episode_lineage import Lineage, episode_lineage
+from memory.selectors.episode_lineage import Lineage, episode_lineage, is_small_talk
 from memory.models import EntityLink, Memory, MemoryEmbedding, MemorySource
 from memory.vector_index import VectorIndexUnavailable, get_vector_index
 from memory.vectors import active_collection, active_embedder, from_bytes, similarity
@@ -299,6 +299,8 @@ def _episode_lineage(q: RecallQuery, kept: dict[int, _Candidate], sources: dict,
             dropped[episode_id] = "restates a forgotten memory"
         elif line.state == "task" and line.conversation_id != q.conversation_id:
             dropped[episode_id] = "task-scoped instruction of another conversation"
+        elif line.state == "none" and not links.get(episode_id) and is_small_talk(kept[episode_id].content):
+            dropped[episode_id] = "small talk"
     for episode_id in dropped:
         kept.pop(episode_id)
         lineage.pop(episode_id)

@@ -76,3 +76,13 @@ def test_a_task_scoped_instruction_stays_in_its_own_conversation(api):
     assert "本周" not in json.dumps(context, ensure_ascii=False)
     own = recall(api, "这次看多长时间", s2)
     assert [i for i in own["items"] if "本周" in i["content"]]  # its own conversation still has it
+
+
+def test_small_talk_is_not_recalled_as_history(api):
+    s1, s2 = create_conversation(api, "s1"), create_conversation(api, "s2")
+    turn(api, s1, "user", "好的，坚持下去！")
+    turn(api, s1, "user", "周报的格式用表格。")
+    body = recall(api, "坚持", s2)
+    assert not [i for i in body["items"] if "坚持" in i["content"]]
+    assert "small talk" in next(s for s in body["stages"] if s["stage"] == "episode_lineage")["dropped"].values()
+    assert Memory.objects.filter(kind="episode", content__contains="坚持", status="active").exists()  # still stored
