@@ -247,11 +247,18 @@ class EntityMatcher:
 
     def partial(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
         """Entities `text` names only partially ("那座烘干塔" → 烘干一号塔, 烘干二号塔), with the spans."""
+        return self._partial_index().find(text)
+
+    def registry_type_cues(self, text: str) -> list[tuple[str, str, int, int]]:
+        """Registered entity types named in `text` ("which route ..."): (word, type, start, end)."""
+        return self._partial_index().type_cues(text)
+
+    def _partial_index(self):
         if self._partial is None:
             from entities.partial import PartialIndex
 
             self._partial = PartialIndex(self._refs.values())
-        return self._partial.find(text)
+        return self._partial
 
     def ids_of_type(self, type_: str) -> tuple[int, ...]:
         return self._by_type.get(type_, ())

@@ -61,10 +61,23 @@ def _qualified(s: str, start: int, end: int) -> bool:
     return before.isdigit() or before in (_MEASURE, "#") or after.isdigit() or after in (_MEASURE, "#")
 
 
+def type_words(types: Iterable[str]) -> dict[str, str]:
+    """Registered types as their own type words ("route", "routes", "cold store" for cold_store)."""
+    words: dict[str, str] = {}
+    for type_ in types:
+        word = normalize_key(type_.replace("_", " ").replace("-", " "))
+        if len(word) >= 3:
+            for form in (word, word + "s"):
+                words.setdefault(form, type_)
+    return words
+
+
 class PartialIndex:
     """Skeleton → entity ids over one registry snapshot, searched with one automaton."""
 
     def __init__(self, refs: Iterable[EntityRef]):
+        refs = list(refs)
+        self.type_words = type_words({ref.type for ref in refs})
         by_skeleton: dict[str, set[int]] = {}
         for ref in refs:
             for surface in (ref.name, *ref.aliases):
@@ -78,6 +91,19 @@ class PartialIndex:
                 automaton.add_word(key, (len(key), tuple(sorted(ids))))
             automaton.make_automaton()
             self._automaton = automaton
+
+    def type_cues(self, text: str) -> list[tuple[str, str, int, int]]:
+        """(word, type, start, end) for each registered type named as a whole word in `text`."""
+        norm = normalize(text)
+        out = []
+        for word, type_ in self.type_words.items():
+            start = norm.text.find(word)
+            while start >= 0:
+                end = start + len(word)
+                if not inside_token(norm.text, start, end):
+                    out.append((word, type_, *norm.original_span(start, end)))
+                start = norm.text.find(word, end)
+        return out
 
     def find(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
         """(entity ids of the longest skeletons found, their spans in the caller's text)."""

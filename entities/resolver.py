@@ -75,6 +75,10 @@ def resolve(
     gate = _Gate(entities, allowed, allowed_many)
     matches = matcher.find(text, keep=gate.visible)
     cues = scan(text)
+    if hasattr(matcher, "registry_type_cues"):  # the registry's own types are type words too
+        known = {(c.start, c.end, c.type) for c in cues if c.kind == "type"}
+        cues += [Cue(kind="type", word=word, start=start, end=end, type=type_)
+                 for word, type_, start, end in matcher.registry_type_cues(text) if (start, end, type_) not in known]
     # (b') partial names: "冷链车" for 冷链11号车 / 冷链12号车 (entities/partial.py). Its spans count as
     # names too: the "车" of "冷链车" is not the type word "车" (assets).
     partial_ids, partial_spans = matcher.partial(text) if hasattr(matcher, "partial") else ([], [])

@@ -60,3 +60,11 @@ def test_exact_names_still_win_and_hidden_entities_never_appear():
     assert run("冷链12号车的冷机检查过了吗").entity_id == 12
     res = run("那座烘干塔今天能开吗", allowed=lambda i: i != 2)
     assert (res.status, res.entity_id) == ("resolved", 1)
+
+
+def test_registered_types_are_type_words():
+    res = run("Which route is delayed today?")
+    assert (res.status, res.entity_id) == ("resolved", 20)
+    assert res.evidence[0]["rule"] == "type_words" and res.evidence[0]["types"] == ["route"]
+    assert run("the routes are fine").entity_id == 20
+    assert run("reroute everything").status == "none"  # inside a word
