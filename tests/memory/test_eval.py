@@ -152,5 +152,8 @@ def test_memory_eval_command_refuses_a_newer_file(tmp_path):
 
 
 def test_public_files_are_valid():
-    for path in SHARED.parent.glob("scenarios*.jsonl"):
+    files = sorted(SHARED.parent.glob("scenarios*.jsonl"))
+    if not files:
+        pytest.skip(f"public scenarios not found at {SHARED.parent}")
+    for path in files:
         assert load_cases(str(path))
