@@ -190,7 +190,8 @@ class EntityMatcher:
         self.version = digest.hexdigest()
         self._by_type = {t: tuple(ids) for t, ids in by_type.items()}
         self._name_filter_cache: dict[tuple[str, tuple[str, ...]], tuple[int, ...]] = {}
-        self._partial = None  # entities.partial.PartialIndex, built on first use (jieba per surface)
+        self._partial = None  # entities.partial.PartialIndex, built on first use
+        self._type_words: dict[str, str] | None = None
 
         self._automaton: ahocorasick.Automaton | None = None
         if index:
@@ -251,7 +252,13 @@ class EntityMatcher:
 
     def registry_type_cues(self, text: str) -> list[tuple[str, str, int, int]]:
         """Registered entity types named in `text` ("which route ..."): (word, type, start, end)."""
-        return self._partial_index().type_cues(text)
+        if self._type_words is None:
+            from entities.partial import type_words
+
+            self._type_words = type_words(self._by_type)
+        from entities.partial import type_cues
+
+        return type_cues(self._type_words, text)
 
     def _partial_index(self):
         if self._partial is None:

@@ -78,12 +78,24 @@ def type_words(types: Iterable[str]) -> dict[str, str]:
     return words
 
 
+def type_cues(words: dict[str, str], text: str) -> list[tuple[str, str, int, int]]:
+    """(word, type, start, end) for each registered type (see type_words) named as a whole word in `text`."""
+    norm = normalize(text)
+    out = []
+    for word, type_ in words.items():
+        start = norm.text.find(word)
+        while start >= 0:
+            end = start + len(word)
+            if not inside_token(norm.text, start, end):
+                out.append((word, type_, *norm.original_span(start, end)))
+            start = norm.text.find(word, end)
+    return out
+
+
 class PartialIndex:
     """Skeleton → entity ids over one registry snapshot, searched with one automaton."""
 
     def __init__(self, refs: Iterable[EntityRef]):
-        refs = list(refs)
-        self.type_words = type_words({ref.type for ref in refs})
         by_skeleton: dict[str, set[int]] = {}
         for ref in refs:
             for surface in (ref.name, *ref.aliases):
@@ -97,19 +109,6 @@ class PartialIndex:
                 automaton.add_word(key, (len(key), tuple(sorted(ids))))
             automaton.make_automaton()
             self._automaton = automaton
-
-    def type_cues(self, text: str) -> list[tuple[str, str, int, int]]:
-        """(word, type, start, end) for each registered type named as a whole word in `text`."""
-        norm = normalize(text)
-        out = []
-        for word, type_ in self.type_words.items():
-            start = norm.text.find(word)
-            while start >= 0:
-                end = start + len(word)
-                if not inside_token(norm.text, start, end):
-                    out.append((word, type_, *norm.original_span(start, end)))
-                start = norm.text.find(word, end)
-        return out
 
     def find(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
         """(entity ids of the longest skeletons found, their spans in the caller's text)."""

@@ -79,33 +79,32 @@ def resolve(
         known = {(c.start, c.end, c.type) for c in cues if c.kind == "type"}
         cues += [Cue(kind="type", word=word, start=start, end=end, type=type_)
                  for word, type_, start, end in matcher.registry_type_cues(text) if (start, end, type_) not in known]
-    # (b') partial names: "冷链车" for 冷链11号车 / 冷链12号车 (entities/partial.py). Its spans count as
-    # names too: the "车" of "冷链车" is not the type word "车" (assets).
-    partial_ids, partial_spans = matcher.partial(text) if hasattr(matcher, "partial") else ([], [])
-    partial_ids = [i for i in partial_ids if i in entities]  # visibility asked only as far as needed
     # A type word inside a matched surface is part of a name ("S780 联合收割机" is a model, its
     # "收割机" says nothing about the type the user means).
-    partial_types = {entities[i].type for i in partial_ids}
-    type_cues = [c for c in cues if c.kind == "type" and not _covered(c, matches)
-                 and not (c.type not in partial_types and any(s <= c.start and c.end <= e for s, e in partial_spans))]
+    type_cues = [c for c in cues if c.kind == "type" and not _covered(c, matches)]
     constraint = _Constraint.from_cues(type_cues)
-    evidence: list[dict] = []
-    if type_cues:
-        evidence.append(
-            {
-                "rule": "type_words",
-                "words": [c.word for c in type_cues],
-                "types": sorted(constraint.types),
-                "categories": sorted({c.category for c in type_cues if c.category}),
-            }
-        )
 
     # (a), (b): explicit surfaces. Only the type constrains them; a category word is not asked
     # to appear in an explicitly named entity's name ("M954-07这台拖拉机").
     for rule, hows in (("explicit_id", {"id"}), ("name_alias", {"name", "alias"})):
         steps, ids = _explicit(matches, hows, lambda eid: constraint.type_ok(entities[eid]))
         if ids:
-            return _decide(ids, evidence + [{"rule": rule, **step} for step in steps], max_candidates)
+            return _decide(ids, _type_evidence(type_cues, constraint) + [{"rule": rule, **step} for step in steps],
+                           max_candidates)
+
+    # Partial names: "冷链车" for 冷链11号车 / 冷链12号车 (entities/partial.py), looked up only now that
+    # no explicit surface decided. Their spans count as names: the "车" of "冷链车" is not the type
+    # word "车" (assets) when what it partially names are vehicles.
+    partial_ids, partial_spans = matcher.partial(text) if hasattr(matcher, "partial") else ([], [])
+    partial_ids = [i for i in partial_ids if i in entities]  # visibility asked only as far as needed
+    partial_set = set(partial_ids)
+    if partial_ids:
+        partial_types = {entities[i].type for i in partial_ids}
+        kept = [c for c in type_cues
+                if c.type in partial_types or not any(s <= c.start and c.end <= e for s, e in partial_spans)]
+        if len(kept) != len(type_cues):
+            type_cues, constraint = kept, _Constraint.from_cues(kept)
+    evidence = _type_evidence(type_cues, constraint)
 
     # (c), (d): the latest mention of a matching entity; several in that same turn -> ambiguous.
     windows = (("coreference", "coref", recent), ("long_term", "long_term", past))
@@ -117,7 +116,7 @@ def resolve(
             mentions() if callable(mentions) else mentions,
             gate,
             lambda eid: eid in entities and constraint.accepts(entities[eid])
-            and (not partial_ids or eid in partial_ids),
+            and (not partial_set or eid in partial_set),
             batch=max_candidates + 1 if max_candidates else None,
         )
         if ids and latest is not None:
@@ -161,6 +160,13 @@ def resolve(
         return resolution
 
     return Resolution(status="none", evidence=evidence)
+
+
+def _type_evidence(type_cues: list[Cue], constraint: _Constraint) -> list[dict]:
+    if not type_cues:
+        return []
+    return [{"rule": "type_words", "words": [c.word for c in type_cues], "types": sorted(constraint.types),
+             "categories": sorted({c.category for c in type_cues if c.category})}]
 
 
 def _decide(ids: list[int], evidence: list[dict], limit: int | None = None) -> Resolution:
