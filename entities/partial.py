@@ -124,10 +124,8 @@ class PartialIndex:
         if not hits:
             return [], []
         longest = max(end - start for start, end, _ in hits)
-        ids: list[int] = []
-        spans = []
-        for start, end, found in hits:
-            if end - start == longest:
-                ids.extend(i for i in found if i not in ids)
-                spans.append(norm.original_span(start, end))
-        return sorted(ids), spans
+        best = [(start, end, found) for start, end, found in hits if end - start == longest]
+        spans = [norm.original_span(start, end) for start, end, _ in best]
+        if len({found for _, _, found in best}) == 1:
+            return list(best[0][2]), spans  # stored sorted: no set for thousands of siblings
+        return sorted({i for _, _, found in best for i in found}), spans
