@@ -6,6 +6,7 @@ import json
 import pytest
 
 from memory.models import Memory
+from memory.selectors.episode_lineage import episode_lineage
 from tests.conversations.api_helpers import create_conversation
 
 pytestmark = pytest.mark.django_db
@@ -71,7 +72,13 @@ def test_a_task_scoped_instruction_stays_in_its_own_conversation(api):
     elsewhere = recall(api, "维保计划看多长时间", s3)
     assert not [i for i in elsewhere["items"] if "本周" in i["content"]]
     dropped = next(s for s in elsewhere["stages"] if s["stage"] == "episode_lineage")["dropped"]
-    assert len(dropped) == 2  # the instruction and the assistant's acknowledgement
+    instruction = Memory.objects.get(kind="episode", content__startswith="这次只看")
+    ack = Memory.objects.get(kind="episode", content__startswith="好的，这次")
+    assert dropped.get(str(instruction.id)) == "task-scoped instruction of another conversation"
+    # the assistant's acknowledgement inherits the instruction's scope (dropped too whenever it is a candidate)
+    lineage = episode_lineage(ack.org_id, {ack.id})[ack.id]
+    assert (lineage.state, lineage.conversation_id) == ("task", s2["id"])
+    assert set(dropped.values()) <= {"task-scoped instruction of another conversation"}
     context = api.post(f"/api/v1/conversations/{s3['id']}/context", {"message": "维保计划看多长时间"}, format="json").json()
     assert "本周" not in json.dumps(context, ensure_ascii=False)
     own = recall(api, "这次看多长时间", s2)
