@@ -255,6 +255,9 @@ ACCESS_STATS_FLUSH_SECONDS = env.float("ACCESS_STATS_FLUSH_SECONDS", default=5.0
 # Short turns and memories: weak length normalisation and early term saturation (LoCoMo-tuned, docs/evaluation.md).
 KEYWORD_BM25_K1 = env.float("KEYWORD_BM25_K1", default=0.9)
 KEYWORD_BM25_B = env.float("KEYWORD_BM25_B", default=0.3)
+# Subtracted from an episode whose message's memories were all superseded (memory/selectors/episode_lineage.py):
+# what was said then ranks below what is current, and below unrelated-but-current standing items of similar relevance.
+RECALL_STALE_EPISODE_PENALTY = env.float("RECALL_STALE_EPISODE_PENALTY", default=0.3)
 RECALL_COLLAPSE_SAME_SOURCE = env.bool("RECALL_COLLAPSE_SAME_SOURCE", default=True)
 RECALL_NORMALIZE_SEMANTIC = env.bool("RECALL_NORMALIZE_SEMANTIC", default=True)
 RECALL_RECENCY_HALF_LIFE_DAYS = env.float("RECALL_RECENCY_HALF_LIFE_DAYS", default=30.0)
@@ -265,6 +268,10 @@ RECALL_MIN_RELEVANCE = env.float("RECALL_MIN_RELEVANCE", default=0.05)
 # "Forget what matches this query": a memory is in the preview when its cosine to the query reaches
 # this, or it shares the query's best keyword match.
 FORGET_PREVIEW_MIN_COSINE = env.float("FORGET_PREVIEW_MIN_COSINE", default=0.5)
+# An episode restates a forgotten memory when cosine + the share of the memory's character bigrams it repeats
+# reaches this (memory/services/forget_echoes.py; calibrated in docs/evaluation.md "Forget echoes").
+FORGET_ECHO_MIN_SCORE = env.float("FORGET_ECHO_MIN_SCORE", default=0.85)
+FORGET_ECHO_SCAN = env.int("FORGET_ECHO_SCAN", default=5000)  # most recent episodes of the user compared per forget
 
 # --------------------------------------------------------------------------- context assembly
 CONTEXT_DEFAULT_BUDGET = env.int("CONTEXT_DEFAULT_BUDGET", default=4000)

@@ -1,4 +1,6 @@
-from django.db.models import Q, QuerySet
+from datetime import datetime
+
+from django.db.models import Min, Q, QuerySet
 from django.http import Http404
 
 from conversations.models import Conversation, ConversationAccess, Message, TaskState
@@ -66,3 +68,11 @@ def task_state_get(*, conversation: Conversation, key: str) -> TaskState:
 
 def task_state_list(*, conversation: Conversation) -> QuerySet[TaskState]:
     return TaskState.objects.filter(conversation=conversation).order_by("key")
+
+
+def messages_stored(*, conversation: Conversation, messages: list[dict]) -> dict[tuple[str, str], datetime]:
+    """(role, content) → first stored time, of those `messages` the conversation already holds unredacted."""
+    contents = {m["content"] for m in messages}
+    rows = (Message.objects.filter(conversation=conversation, redacted=False, content__in=contents)
+            .values("role", "content").annotate(first=Min("created_at")).values_list("role", "content", "first"))
+    return {(role, content): first for role, content, first in rows}

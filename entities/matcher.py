@@ -190,6 +190,8 @@ class EntityMatcher:
         self.version = digest.hexdigest()
         self._by_type = {t: tuple(ids) for t, ids in by_type.items()}
         self._name_filter_cache: dict[tuple[str, tuple[str, ...]], tuple[int, ...]] = {}
+        self._partial = None  # entities.partial.PartialIndex, built on first use
+        self._type_words: dict[str, str] | None = None
 
         self._automaton: ahocorasick.Automaton | None = None
         if index:
@@ -243,6 +245,27 @@ class EntityMatcher:
             surface = text[o_start:o_end]
             out.extend(Match(eid, o_start, o_end, surface, how) for eid, how in entries)
         return out
+
+    def partial(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+        """Entities `text` names only partially ("那座烘干塔" → 烘干一号塔, 烘干二号塔), with the spans."""
+        return self._partial_index().find(text)
+
+    def registry_type_cues(self, text: str) -> list[tuple[str, str, int, int]]:
+        """Registered entity types named in `text` ("which route ..."): (word, type, start, end)."""
+        if self._type_words is None:
+            from entities.partial import type_words
+
+            self._type_words = type_words(self._by_type)
+        from entities.partial import type_cues
+
+        return type_cues(self._type_words, text)
+
+    def _partial_index(self):
+        if self._partial is None:
+            from entities.partial import PartialIndex
+
+            self._partial = PartialIndex(self._refs.values())
+        return self._partial
 
     def ids_of_type(self, type_: str) -> tuple[int, ...]:
         return self._by_type.get(type_, ())

@@ -6,6 +6,8 @@ Rules, in order; the first that yields a visible candidate decides:
   (c) coreference ("它", "这台", "it") -> the latest entity of the current conversation's window
   (d) long-term cue ("上次", "那台", "last time") -> the latest entity from past conversations
   (e) a type or category word alone ("那台收割机", "the tractor") -> every entity of that kind
+  (f) a partial name ("那座烘干塔" for 烘干一号塔 / 烘干二号塔; entities/partial.py) -> every entity it
+      partially names; it also restricts (c) and (d), so "上次那辆冷链车" is the latest of the 冷链车
 One candidate -> "resolved"; several -> "ambiguous" with them; none -> "none". With
 `max_candidates`, an ambiguous answer lists the first `max_candidates` (in the rule's order) and
 says `truncated`; the status is the same as without the cap.
@@ -73,27 +75,36 @@ def resolve(
     gate = _Gate(entities, allowed, allowed_many)
     matches = matcher.find(text, keep=gate.visible)
     cues = scan(text)
+    if hasattr(matcher, "registry_type_cues"):  # the registry's own types are type words too
+        known = {(c.start, c.end, c.type) for c in cues if c.kind == "type"}
+        cues += [Cue(kind="type", word=word, start=start, end=end, type=type_)
+                 for word, type_, start, end in matcher.registry_type_cues(text) if (start, end, type_) not in known]
     # A type word inside a matched surface is part of a name ("S780 联合收割机" is a model, its
     # "收割机" says nothing about the type the user means).
     type_cues = [c for c in cues if c.kind == "type" and not _covered(c, matches)]
     constraint = _Constraint.from_cues(type_cues)
-    evidence: list[dict] = []
-    if type_cues:
-        evidence.append(
-            {
-                "rule": "type_words",
-                "words": [c.word for c in type_cues],
-                "types": sorted(constraint.types),
-                "categories": sorted({c.category for c in type_cues if c.category}),
-            }
-        )
 
     # (a), (b): explicit surfaces. Only the type constrains them; a category word is not asked
     # to appear in an explicitly named entity's name ("M954-07这台拖拉机").
     for rule, hows in (("explicit_id", {"id"}), ("name_alias", {"name", "alias"})):
         steps, ids = _explicit(matches, hows, lambda eid: constraint.type_ok(entities[eid]))
         if ids:
-            return _decide(ids, evidence + [{"rule": rule, **step} for step in steps], max_candidates)
+            return _decide(ids, _type_evidence(type_cues, constraint) + [{"rule": rule, **step} for step in steps],
+                           max_candidates)
+
+    # Partial names: "冷链车" for 冷链11号车 / 冷链12号车 (entities/partial.py), looked up only now that
+    # no explicit surface decided. Their spans count as names: the "车" of "冷链车" is not the type
+    # word "车" (assets) when what it partially names are vehicles.
+    partial_ids, partial_spans = matcher.partial(text) if hasattr(matcher, "partial") else ([], [])
+    partial_ids = [i for i in partial_ids if i in entities]  # visibility asked only as far as needed
+    partial_set = set(partial_ids)
+    if partial_ids:
+        partial_types = {entities[i].type for i in partial_ids}
+        kept = [c for c in type_cues
+                if c.type in partial_types or not any(s <= c.start and c.end <= e for s, e in partial_spans)]
+        if len(kept) != len(type_cues):
+            type_cues, constraint = kept, _Constraint.from_cues(kept)
+    evidence = _type_evidence(type_cues, constraint)
 
     # (c), (d): the latest mention of a matching entity; several in that same turn -> ambiguous.
     windows = (("coreference", "coref", recent), ("long_term", "long_term", past))
@@ -104,7 +115,8 @@ def resolve(
         ids, latest = _latest_turn(
             mentions() if callable(mentions) else mentions,
             gate,
-            lambda eid: eid in entities and constraint.accepts(entities[eid]),
+            lambda eid: eid in entities and constraint.accepts(entities[eid])
+            and (not partial_set or eid in partial_set),
             batch=max_candidates + 1 if max_candidates else None,
         )
         if ids and latest is not None:
@@ -137,7 +149,24 @@ def resolve(
             step["truncated"] = True
         return resolution
 
+    # (f): a partial name and no cue or type word that decided: every entity it partially names.
+    named = gate.visible_prefix((eid for eid in partial_ids if constraint.type_ok(entities[eid])),
+                                None if max_candidates is None else max_candidates + 1)
+    if named:
+        step = {"rule": "partial_name", "surfaces": [text[s:e] for s, e in partial_spans], "entity_ids": named}
+        resolution = _decide(named, evidence + [step], max_candidates)
+        if resolution.truncated:
+            step["entity_ids"], step["truncated"] = resolution.candidates, True
+        return resolution
+
     return Resolution(status="none", evidence=evidence)
+
+
+def _type_evidence(type_cues: list[Cue], constraint: _Constraint) -> list[dict]:
+    if not type_cues:
+        return []
+    return [{"rule": "type_words", "words": [c.word for c in type_cues], "types": sorted(constraint.types),
+             "categories": sorted({c.category for c in type_cues if c.category})}]
 
 
 def _decide(ids: list[int], evidence: list[dict], limit: int | None = None) -> Resolution:

@@ -17,10 +17,11 @@ from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
 from memory.admin_detail import (  # noqa: F401  (version_diff and supersede_chain are imported from here by tests)
     forget_requests_for, forget_requests_matching, memory_end, supersede_chain, version_diff, versions_with_diffs)
-from memory.admin_list import EntityFilter, MemoryListColumns, ProjectionFilter, UserFilter
+from memory.admin_list import EntityFilter, MemoryListColumns, ProjectionFilter, UserFilter, snippet
 from memory.models import EntityLink, ForgetRequest, Memory
 from memory.services.forget import forget_request_create, forget_request_decide
 from memory.services.memories import memory_invalidate, memory_update
@@ -227,10 +228,15 @@ class MemoryAdmin(MemoryListColumns, admin.ModelAdmin):
             else:
                 messages.success(request, f"Forget request {forget_request.id} created and waits for approval.")
             return HttpResponseRedirect(reverse("admin:memory_forgetrequest_change", args=[forget_request.id]))
+        from memory.services.forget_echoes import forget_echoes
+
+        echoes = forget_echoes(org_id=memory.org_id, user_id=memory.user_id, memory_ids=[memory.id])
+        echo_note = (" These episodes restate it and are removed with it: "
+                     + "; ".join(f"{e.memory.id} ({e.why}): {snippet(e.memory, 60)}" for e in echoes) + ".") if echoes else ""
         return self._render_action(
             request, memory, form, title=f"Forget memory {memory.id}",
             intro="Forgetting redacts every version, deletes the vectors and cache entries and leaves a fingerprint "
-                  "rule so extraction cannot bring it back. It cannot be undone.",
+                  "rule so extraction cannot bring it back. It cannot be undone." + echo_note,
             buttons=([("approve_now", "Forget now", "default")] if may_approve else [])
             + [("pending", "Create a request for a second operator", "")])
 
@@ -292,12 +298,28 @@ class ForgetRequestAdmin(admin.ModelAdmin):
     list_per_page = 50
     actions = ["approve_selected", "reject_selected"]
     readonly_fields = ["org", "subject_user", "requested_by", "requested_via", "target", "memory", "matched_ids",
-                       "include_messages", "status", "operator", "created_at", "decided_at", "executed_at", "result"]
+                       "echoes", "include_messages", "status", "operator", "created_at", "decided_at", "executed_at",
+                       "result"]
     fields = readonly_fields + ["query"]
 
     @admin.display(description="org / subject user", ordering="subject_user")
     def owner(self, obj):
         return format_html("{}<br>{}", obj.org.slug, obj.subject_user or "—")
+
+    @admin.display(description="echoes (removed with it)")
+    def echoes(self, obj):
+        """Episodes that restate the matched memories (the user's turn, the assistant's acknowledgement, the
+        same fact said elsewhere): the operator approves their removal together with the matches."""
+        if obj.status in ("executed", "rejected") or obj.target == "user":
+            return (obj.result or {}).get("echoes_forgotten", "—")
+        from memory.services.forget_echoes import forget_echoes
+
+        found = forget_echoes(org_id=obj.org_id, user_id=obj.subject_user, memory_ids=obj.matched_ids or [])
+        if not found:
+            return "none"
+        return format_html_join(mark_safe("<br>"), '<a href="{}">{}</a> ({}, echo of {}): {}', (
+            (reverse("admin:memory_memory_change", args=[e.memory.id]), e.memory.id, e.why, e.of, snippet(e.memory))
+            for e in found))
 
     @admin.display(description="memories")
     def memories(self, obj):

@@ -227,9 +227,17 @@ class ForgetPreviewApi(APIView):
 
         data = s.ForgetPreviewInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        matches = forget_preview(org=request.user.org, user_id=request.user.user_id, query=data.validated_data["query"])
+        from memory.services.forget_echoes import forget_echoes
+
+        org, user_id = request.user.org, request.user.user_id
+        matches = forget_preview(org=org, user_id=user_id, query=data.validated_data["query"])
+        echoes = forget_echoes(org_id=org.id, user_id=user_id, memory_ids=[m.id for m, _ in matches])
         return Response({"matches": [{"id": m.id, "kind": m.kind, "content": m.content, "created_at": m.created_at,
-                                      "relevance": round(score, 4)} for m, score in matches]})
+                                      "relevance": round(score, 4)} for m, score in matches],
+                         # Removed with the matches when the request executes: episodes restating them.
+                         "echoes": [{"id": e.memory.id, "kind": e.memory.kind, "content": e.memory.content,
+                                     "created_at": e.memory.created_at, "why": e.why, "echo_of": e.of,
+                                     "score": e.score} for e in echoes]})
 
 
 class ForgetApi(APIView):

@@ -54,6 +54,23 @@ def check_items(expected: list[dict], items: list[dict]) -> list[str]:
     return out
 
 
+def check_top(expected, items: list[dict]) -> list[str]:
+    """expect.top entry: a string, or a list of strings that must all be in the FIRST recalled item."""
+    wanted = [expected] if isinstance(expected, str) else list(expected)
+    if not items:
+        return [f"expect.top {wanted!r}: nothing recalled"]
+    first = norm(items[0]["content"])
+    missing = [s for s in wanted if norm(s) not in first]
+    if not missing:
+        return []
+    return [f"expect.top {missing!r} not in the first recalled item {items[0]['id']} ({items[0]['kind']})"]
+
+
+def check_standing(expected: list[str], items: list[dict]) -> list[str]:
+    return [f"expect.standing {s!r} not in any recalled standing (non-episode) item"
+            for s in expected if not any(norm(s) in norm(i["content"]) for i in _standing(items))]
+
+
 def check_unique(expected: list[str], items: list[dict]) -> list[str]:
     out = []
     for s in expected:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from rest_framework.test import APIClient
 
 from memory.evaluation import checks
+from memory.evaluation.schema import ScenarioFormatError, validate_case
 from tenancy.services import api_key_create, org_get_or_create
 
 
@@ -222,6 +223,11 @@ class CaseRunner:
             per_expectation += [checks.check_labels([lab], items, self.labels) for lab in expect["labels"]]
         if "items" in expect:
             per_expectation += [checks.check_items([spec], items) for spec in expect["items"]]
+        if "top" in expect:
+            top = [expect["top"]] if isinstance(expect["top"], str) else expect["top"]
+            per_expectation += [checks.check_top(s, items) for s in top]
+        if "standing" in expect:
+            per_expectation += [checks.check_standing([s], items) for s in expect["standing"]]
         if "unique" in expect:
             per_expectation += [checks.check_unique([s], items) for s in expect["unique"]]
         if "context" in expect:
@@ -287,11 +293,18 @@ def new_run_id() -> str:
 
 
 def load_cases(path: str, case_id: str | None = None) -> list[dict]:
+    """Every case of the file, validated as a whole first: one unknown op, field or key refuses the file
+    (ScenarioFormatError naming the case), so a newer file never runs half read."""
     cases = []
     with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
                 case = json.loads(line)
-                if case_id is None or case["id"] == case_id:
-                    cases.append(case)
+            except json.JSONDecodeError as exc:
+                raise ScenarioFormatError(f"line {number}: not JSON ({exc.msg})") from exc
+            validate_case(case, line=number)
+            if case_id is None or case["id"] == case_id:
+                cases.append(case)
     return cases

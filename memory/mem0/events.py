@@ -20,8 +20,9 @@ def event_status(event: Mem0AddEvent) -> tuple[str, dict]:
     done = rows.filter(extracted_at__isnull=False)
     finished = done.count()
     bounds = done.aggregate(first=Min("extracted_at"), last=Max("extracted_at"))
-    if total and finished == total:
-        return "SUCCEEDED", {"started_at": bounds["first"], "completed_at": bounds["last"]}
+    if finished == total:  # total 0: every message was a replay of one already stored
+        return "SUCCEEDED", {"started_at": bounds["first"] or event.created_at,
+                             "completed_at": bounds["last"] or event.created_at}
     return ("RUNNING" if finished else "PENDING"), {"started_at": bounds["first"], "completed_at": None}
 
 

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from conversations.models import Conversation
+from conversations.selectors import messages_stored
 from conversations.services import messages_append
 from memory import selectors, services
 from memory.mem0 import serializers as s
@@ -23,6 +24,7 @@ from memory.mem0.identity import (HasApiKey, Mem0BadRequest, Mem0NotSupported, M
 from memory.mem0.scoping import (ENTITY_KEYS, Filters, apply_filters, conversation_for, conversations_matching,
                                  parse_filters, parse_when)
 from memory.models import Mem0AddEvent, Memory
+from memory.selectors.memories import forget_rules_latest
 from memory.services.forget import forget_request_create
 from memory.services.memories import MemoryInput, SourceRef
 
@@ -83,6 +85,20 @@ class PingApi(Mem0Api):
                          "project_id": "default", "user_email": None})
 
 
+def _not_replayed(conversation: Conversation, user_id: str, messages: list[dict]) -> list[dict]:
+    """Mem0 clients re-send conversation history. A message this conversation already held before the
+    user's latest forget rule is that old message again, and a forget rule blocks re-extraction from
+    messages that existed when it was made: it is not appended again, so a deleted memory does not
+    come back from it. Any other message, a restatement included, is appended as usual (a statement
+    the user makes after a forget is a new act)."""
+    latest_rule = forget_rules_latest(org=conversation.org, user_id=user_id)
+    if latest_rule is None:
+        return messages
+    stored = messages_stored(conversation=conversation, messages=messages)
+    return [m for m in messages if not (stored.get((m["role"], m["content"])) and
+                                        stored[(m["role"], m["content"])] < latest_rule)]
+
+
 class AddApi(Mem0Api):
     def post(self, request):
         data = s.AddInputSerializer(data=request.data)
@@ -100,10 +116,12 @@ class AddApi(Mem0Api):
                                                 infer=v["infer"], metadata=v.get("metadata") or {},
                                                 message_count=len(v["messages"]))
             if v["infer"]:
+                fresh = _not_replayed(conversation, user_id, v["messages"])
                 # The normal write path: append, then extraction on commit (forget rules, dedup, supersede, sources).
-                messages_append(conversation=conversation, user_id=user_id, messages=[
-                    {"role": m["role"], "content": m["content"], "occurred_at": at, "external_ref": event.ref}
-                    for m in v["messages"]])
+                if fresh:
+                    messages_append(conversation=conversation, user_id=user_id, messages=[
+                        {"role": m["role"], "content": m["content"], "occurred_at": at, "external_ref": event.ref}
+                        for m in fresh])
             else:
                 self._store_explicit(request, event, v, user_id, at)
         state, _ = event_status(event)

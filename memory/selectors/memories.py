@@ -1,9 +1,9 @@
 from datetime import datetime
 
-from django.db.models import Exists, F, OuterRef, QuerySet
+from django.db.models import Exists, F, Max, OuterRef, Q, QuerySet
 from django.http import Http404
 
-from memory.models import Memory, MemoryConflict, MemoryVersion
+from memory.models import ForgetRule, Memory, MemoryConflict, MemoryVersion
 from tenancy.models import Org
 
 
@@ -95,3 +95,9 @@ def conflict_list(*, org: Org, user_id: str | None = None, status: str = "open")
     if status == "open":
         qs = qs.filter(older__status="active", newer__status="active")
     return qs
+
+
+def forget_rules_latest(*, org: Org, user_id: str) -> datetime | None:
+    """When the newest forget rule that applies to this user (its own, or the org's) was made."""
+    return (ForgetRule.objects.filter(org=org).filter(Q(user_id=user_id) | Q(user_id__isnull=True))
+            .aggregate(latest=Max("created_at"))["latest"])

@@ -18,6 +18,7 @@ from conversations.textutil import cjk_ratio
 from entities.policy import allowed_entity_ids
 from memory.embeddings import CompositeEmbedder
 from memory.keyword import keyword_scores
+from memory.selectors.episode_lineage import Lineage, episode_lineage, is_small_talk
 from memory.models import EntityLink, Memory, MemoryEmbedding, MemorySource
 from memory.vector_index import VectorIndexUnavailable, get_vector_index
 from memory.vectors import active_collection, active_embedder, from_bytes, similarity
@@ -230,13 +231,16 @@ def _back_check(q: RecallQuery, ids: set[int], result: RecallResult,
 
 
 def _rank(q: RecallQuery, kept: dict[int, _Candidate], semantic: dict[int, float], keyword: dict[int, float],
-          links: dict[int, list[int]], raw_semantic: dict[int, float]) -> list[tuple[int, float, dict]]:
+          links: dict[int, list[int]], raw_semantic: dict[int, float],
+          lineage: dict[int, Lineage] | None = None) -> list[tuple[int, float, dict]]:
     w = settings.RECALL_WEIGHTS
     w_sem, w_kw = _weights(q.query)
     now = q.at or timezone.now()
     half_life = settings.RECALL_RECENCY_HALF_LIFE_DAYS
     boost = set(q.boost_entity_ids)
-    scored = []
+    lineage = lineage or {}
+    scored: dict[int, tuple[float, dict]] = {}
+    weak: set[int] = set()
     for memory_id, memory in kept.items():
         sem, kw = semantic.get(memory_id, 0.0), keyword.get(memory_id, 0.0)
         relevance = w_sem * sem + w_kw * kw
@@ -244,9 +248,10 @@ def _rank(q: RecallQuery, kept: dict[int, _Candidate], semantic: dict[int, float
         # the raw cosine so a lone weak match is not promoted.
         if max(raw_semantic.get(memory_id, 0.0) * w_sem, kw * w_kw) < settings.RECALL_MIN_RELEVANCE \
                 and memory_id not in q.include_ids:
-            continue
+            weak.add(memory_id)
         when = memory.occurred_at or memory.created_at or now
         age_days = max(0.0, (now - when).total_seconds() / 86400)
+        state = lineage[memory_id].state if memory_id in lineage else "none"
         parts = {
             "semantic": round(sem, 4), "cosine": round(raw_semantic.get(memory_id, 0.0), 4),
             "keyword": round(kw, 4), "relevance": round(relevance, 4),
@@ -256,11 +261,59 @@ def _rank(q: RecallQuery, kept: dict[int, _Candidate], semantic: dict[int, float
             "entity": w["entity"] if boost and boost & set(links.get(memory_id, ())) else 0.0,
             # A standing memory states what is true now; the episode it came from only what was said then.
             "episode": -w["episode_penalty"] if memory.kind == "episode" else 0.0,
+            # What the message said was replaced since: below what is current.
+            "stale_episode": -settings.RECALL_STALE_EPISODE_PENALTY if state == "stale" else 0.0,
         }
-        score = relevance + parts["recency"] + parts["importance"] + parts["frequency"] + parts["entity"] + parts["episode"]
-        scored.append((memory_id, score, parts))
-    scored.sort(key=lambda row: (-row[1], -row[0]))
-    return scored
+        score = sum(parts[p] for p in ("relevance", "recency", "importance", "frequency", "entity", "episode",
+                                       "stale_episode"))
+        scored[memory_id] = (score, parts)
+    # An episode's live memory outranks it; a stale episode ranks below its subject's current memory.
+    # The memory takes the episode's place (plus a hair, ordered by its own relevance).
+    for episode_id, line in lineage.items():
+        if episode_id not in scored or episode_id in weak or line.state not in ("live", "stale"):
+            continue
+        floor = scored[episode_id][0]
+        for ref in line.refs:
+            if ref in scored and ref != episode_id:
+                score, parts = scored[ref]
+                lifted = floor + 0.001 + 0.001 * parts["relevance"]
+                if lifted > score:
+                    parts["lineage"] = round(parts.get("lineage", 0.0) + lifted - score, 4)
+                    scored[ref] = (lifted, parts)
+                weak.discard(ref)
+    ranked = [(memory_id, score, parts) for memory_id, (score, parts) in scored.items() if memory_id not in weak]
+    ranked.sort(key=lambda row: (-row[1], -row[0]))
+    return ranked
+
+
+def _episode_lineage(q: RecallQuery, kept: dict[int, _Candidate], sources: dict, links: dict, result: RecallResult,
+                     model_id: str) -> dict[int, Lineage]:
+    """Episodes follow what their message became (memory/selectors/episode_lineage.py): drop those
+    restating forgotten content or another conversation's task instruction, and bring in the
+    current memories they point at, back-checked like any candidate."""
+    episodes = {memory_id for memory_id, memory in kept.items() if memory.kind == "episode"}
+    lineage = episode_lineage(q.org.id, episodes, sources)
+    dropped = {}
+    for episode_id, line in lineage.items():
+        if line.state == "forgotten":
+            dropped[episode_id] = "restates a forgotten memory"
+        elif line.state == "task" and line.conversation_id != q.conversation_id:
+            dropped[episode_id] = "task-scoped instruction of another conversation"
+        elif line.state == "none" and not links.get(episode_id) and is_small_talk(kept[episode_id].content):
+            dropped[episode_id] = "small talk"
+    for episode_id in dropped:
+        kept.pop(episode_id)
+        lineage.pop(episode_id)
+    wanted = {ref for line in lineage.values() for ref in line.refs} - set(kept)
+    if wanted:
+        more, more_sources, more_links = _back_check(q, wanted, result, model_id)
+        kept.update(more)
+        sources.update(more_sources)
+        links.update(more_links)
+    if q.explain:
+        result.stages.append({"stage": "episode_lineage", "dropped": dropped,
+                              "states": {e: {"state": line.state, "refs": sorted(line.refs)} for e, line in lineage.items()}})
+    return lineage
 
 
 def recall(q: RecallQuery) -> RecallResult:
@@ -283,6 +336,7 @@ def recall(q: RecallQuery) -> RecallResult:
     t0 = time.perf_counter()
     kept, sources, links = _back_check(q, set(vector_hits) | set(keyword_top) | set(q.include_ids), result,
                                        vectors.embedder.model_id)
+    lineage = _episode_lineage(q, kept, sources, links, result, vectors.embedder.model_id)
     raw_semantic = _semantic_scores(q, vectors, kept)
     for memory_id in kept:  # no stored vector (e.g. mid re-embed): fall back to the index's score
         if memory_id not in raw_semantic and memory_id in vector_hits:
@@ -290,7 +344,7 @@ def recall(q: RecallQuery) -> RecallResult:
     top_kw = max(keyword_raw.values(), default=0.0)
     keyword = {m: keyword_raw.get(m, 0.0) / top_kw for m in kept} if top_kw > 0 else {}
     semantic = _minmax(raw_semantic) if settings.RECALL_NORMALIZE_SEMANTIC else raw_semantic
-    ranked = _rank(q, kept, semantic, keyword, links, raw_semantic)
+    ranked = _rank(q, kept, semantic, keyword, links, raw_semantic, lineage)
     chosen, seen_hashes, seen_sources = [], set(), set()
     dedup_dropped = {}
     for memory_id, score, parts in ranked:

@@ -15,6 +15,7 @@ from conversations.services import messages_redact
 from memory.cache import memory_cache, user_generation_bump
 from memory.models import ForgetRequest, ForgetRule, Memory, MemoryEmbedding, MemorySource, MemoryVersion
 from memory.selectors.recall_pipeline import RecallQuery, recall
+from memory.services.forget_echoes import forget_echoes
 from memory.textnorm import content_hash
 from tenancy.db import retry_on_contention
 from tenancy.models import Org
@@ -132,10 +133,14 @@ def forget_request_execute(*, request_id: int) -> ForgetRequest:
     if request.status != "approved":
         return request
     org, user_id = request.org, request.subject_user
+    echoes: list[int] = []
     if request.target == "user":
         ids = list(Memory.objects.filter(org=org, user_id=user_id).values_list("id", flat=True))
     else:
         ids = list(Memory.objects.filter(org=org, user_id=user_id, id__in=request.matched_ids).values_list("id", flat=True))
+        # The episodes restating what is forgotten go with it (found before redaction: it reads the content).
+        echoes = [echo.memory.id for echo in forget_echoes(org_id=org.id, user_id=user_id, memory_ids=ids)]
+        ids += echoes
     forgotten, message_ids = set(), set()
     for memory_id in ids:
         changed, sources = _memory_forget(memory_id, request)
@@ -165,7 +170,8 @@ def forget_request_execute(*, request_id: int) -> ForgetRequest:
         Mem0AddEvent.objects.filter(org=org, user_id=user_id).update(metadata={})
     request.status, request.executed_at, request.query = "executed", timezone.now(), ""
     request.result = {"memories_forgotten": len(forgotten), "messages_redacted": len(redacted),
-                      "forgotten_memory_ids": sorted(forgotten), "redacted_message_ids": redacted}
+                      "forgotten_memory_ids": sorted(forgotten), "redacted_message_ids": redacted,
+                      "echoes_forgotten": len(echoes)}
     request.save(update_fields=["status", "executed_at", "query", "result"])
     counts = {"memories_forgotten": len(forgotten), "messages_redacted": len(redacted)}
     audit_record(org=org, actor=f"forget_request:{request.id}", actor_kind="system", action="forget.execute",

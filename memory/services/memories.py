@@ -91,19 +91,40 @@ def _lock_user(org: Org, user_id: str) -> None:
     MemoryWriteLock.objects.select_for_update().get(org=org, user_id=user_id)
 
 
-def _forget_rule_blocks(inp: MemoryInput, digest: str, vector: np.ndarray, model_id: str) -> bool:
+def _forget_rule_matches(inp: MemoryInput, digest: str, vector: np.ndarray, model_id: str) -> list[tuple]:
+    """(rule id, created_at, request id) of every forget rule this candidate matches."""
     from memory.models import ForgetRule
 
     rules = ForgetRule.objects.filter(org=inp.org).filter(Q(user_id=inp.user_id) | Q(user_id__isnull=True))
     threshold = thresholds_for(model_id).forget
     embedder = active_embedder()
     cjk = cjk_ratio(inp.content) >= 0.3  # the rule holds no text; the candidate's script decides
-    for fingerprint, blob, rule_model in rules.values_list("fingerprint", "embedding", "embedding_model"):
-        if fingerprint == digest:
-            return True
-        if blob and rule_model == model_id and float(similarity(embedder, vector, from_bytes(blob), cjk=cjk)[0]) >= threshold:
-            return True
-    return False
+    matches = []
+    for rule_id, created_at, request_id, fingerprint, blob, rule_model in rules.values_list(
+            "id", "created_at", "request_id", "fingerprint", "embedding", "embedding_model"):
+        if fingerprint == digest or (blob and rule_model == model_id and
+                                     float(similarity(embedder, vector, from_bytes(blob), cjk=cjk)[0]) >= threshold):
+            matches.append((rule_id, created_at, request_id))
+    return matches
+
+
+def _forget_rule_verdict(inp: MemoryInput, matches: list[tuple]) -> tuple[bool, tuple | None]:
+    """(blocked, the rule a new statement would have matched). A rule guards against re-extraction
+    of what existed when it was made: a candidate from messages stored after every matching rule is
+    a new act of the user and is kept (and audited with the rule). Without a source message (an
+    explicit API write) the rule still blocks: nothing shows the statement is new."""
+    from conversations.models import Message
+
+    if not matches:
+        return False, None
+    message_ids = [s.message_id for s in inp.sources if s.message_id]
+    stored = list(Message.objects.filter(id__in=message_ids).values_list("created_at", flat=True)) if message_ids else []
+    if not stored or len(stored) < len(set(message_ids)):
+        return True, None
+    first = min(stored)
+    if any(created_at >= first for _, created_at, _ in matches):
+        return True, None
+    return False, max(matches, key=lambda m: m[1])
 
 
 def _similar_active(inp: MemoryInput, vector: np.ndarray, model_id: str) -> list[tuple[Memory, float]]:
@@ -207,7 +228,8 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
     limits = thresholds_for(embedder.model_id)
     with transaction.atomic():
         _lock_user(inp.org, inp.user_id)
-        if _forget_rule_blocks(inp, digest, vector, embedder.model_id):
+        blocked, after_rule = _forget_rule_verdict(inp, _forget_rule_matches(inp, digest, vector, embedder.model_id))
+        if blocked:
             logger.info("memory write blocked by forget rule org=%s", inp.org.id)
             return WriteOutcome("blocked", None)
         if dedup and inp.kind != "episode":
@@ -232,6 +254,12 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
             _touch_duplicate(existing, inp)
             return WriteOutcome("duplicate", existing, similarity=1.0)
         _store_embedding(memory, vector, embedder.model_id, new=True)
+        if after_rule is not None:
+            # Said again after it was forgotten: stored, and the rule it would have matched is on record.
+            audit_record(org=inp.org, actor=inp.actor or inp.created_by, actor_kind="system",
+                         action="memory.restated_after_forget", target_type="memory", target_id=str(memory.id),
+                         detail={"forget_rule": after_rule[0], "forget_request": after_rule[2], "kind": memory.kind})
+            logger.info("memory restated after forget id=%s rule=%s", memory.id, after_rule[0])
         superseded = []
         for old in targets:
             Memory.objects.filter(id=old.id).update(status="superseded", superseded_by=memory, active_hash=None,

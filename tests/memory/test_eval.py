@@ -3,11 +3,12 @@ import json
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from memory.evaluation import checks
 from memory.evaluation.metrics import compute, source_scores
-from memory.evaluation.runner import CaseResult, ProbeResult
+from memory.evaluation.runner import CaseResult, ProbeResult, load_cases
+from memory.evaluation.schema import ScenarioFormatError
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "eval" / "scenarios-zh.jsonl"
 
@@ -92,3 +93,67 @@ def test_public_scenarios_run_and_report(tmp_path):
     assert set(report["metrics"]) >= {"probe_pass_rate", "expect_hit_rate", "stale_injection_rate",
                                       "erasure_violation_rate", "entity_accuracy", "source_recall@k", "context_tokens_p95"}
     assert not any(case.get("error") for case in report["cases"])
+
+
+def test_top_is_the_first_recalled_item_only():
+    items = [item(1, "提醒改用微信", kind="preference"), item(2, "以后用短信提醒我", kind="episode")]
+    assert checks.check_top("微信", items) == []
+    assert checks.check_top(["微信", "提醒"], items) == []  # a list: all in that one item
+    assert checks.check_top("短信", items)  # recalled, but not first
+    assert checks.check_top(["微信", "短信"], items)  # split across two items is not enough
+    assert checks.check_top("微信", [])
+
+
+def test_standing_ignores_episodes():
+    episode_only = [item(1, "以后用微信提醒我", kind="episode")]
+    assert checks.check_standing(["微信"], episode_only)
+    assert checks.check_standing(["微信"], episode_only + [item(2, "提醒方式：微信", kind="preference")]) == []
+
+
+def _write(tmp_path, *cases):
+    path = tmp_path / "cases.jsonl"
+    path.write_text("\n".join(json.dumps(c, ensure_ascii=False) for c in cases) + "\n", encoding="utf-8")
+    return str(path)
+
+
+GOOD_CASE = {"id": "ok-01", "org": "o", "user": "u1", "steps": [
+    {"op": "message", "session": "s1", "at": "2026-03-01T09:00:00+08:00", "role": "user", "content": "你好"},
+    {"op": "probe", "label": "p1", "at": "2026-03-02T09:00:00+08:00", "session": "s1", "query": "q",
+     "expect": {"top": ["a"], "standing": ["b"], "entity": {"ambiguous": ["X"]}},
+     "forbid": {"contains": ["c"]}, "erased": {"contains": ["d"]}}]}
+
+
+@pytest.mark.parametrize("mutate, needle", [
+    (lambda c: c["steps"].append({"op": "teleport", "session": "s1"}), "unknown op 'teleport'"),
+    (lambda c: c["steps"][0].update(mood="happy"), "unknown field(s) ['mood']"),
+    (lambda c: c["steps"][1]["expect"].update(first=["a"]), "unknown expect key(s) ['first']"),
+    (lambda c: c["steps"][1]["forbid"].update(regex=["a"]), "unknown forbid key(s) ['regex']"),
+    (lambda c: c["steps"][1]["erased"].update(labels=["m1"]), "unknown erased key(s) ['labels']"),
+    (lambda c: c["steps"][1]["expect"].update(items=[{"contains": "a", "score": 1}]), "expect.items[0]"),
+    (lambda c: c["steps"][1]["expect"].update(entity={"maybe": ["X"]}), "expect.entity"),
+    (lambda c: c.update(tags=["x"]), "unknown case field(s) ['tags']"),
+    (lambda c: c["steps"][0].pop("session"), "missing field(s) ['session']"),
+])
+def test_runner_refuses_unknown_ops_fields_and_keys_naming_the_case(tmp_path, mutate, needle):
+    assert load_cases(_write(tmp_path, GOOD_CASE))  # the unmodified case is accepted
+    bad = json.loads(json.dumps(GOOD_CASE))
+    bad["id"] = "newer-02"
+    mutate(bad)
+    with pytest.raises(ScenarioFormatError) as info:
+        load_cases(_write(tmp_path, GOOD_CASE, bad))
+    assert "case 'newer-02'" in str(info.value) and needle in str(info.value)
+
+
+def test_memory_eval_command_refuses_a_newer_file(tmp_path):
+    bad = json.loads(json.dumps(GOOD_CASE))
+    bad["steps"][1]["expect"]["rank_below"] = ["x"]
+    with pytest.raises(CommandError, match="ok-01.*rank_below"):
+        call_command("memory_eval", _write(tmp_path, bad), "--in-place", "--quiet")
+
+
+def test_public_files_are_valid():
+    files = sorted(SHARED.parent.glob("scenarios*.jsonl"))
+    if not files:
+        pytest.skip(f"public scenarios not found at {SHARED.parent}")
+    for path in files:
+        assert load_cases(str(path))

@@ -73,10 +73,71 @@ def test_reextraction_cannot_bring_it_back(api):
     # message kept (explicit id forget does not cover messages) but extraction is blocked
     assert Message.objects.filter(content__contains="文三路").exists()
     api.post(f"/api/v1/conversations/{s1['id']}/reextract", {}, format="json")
-    assert not Memory.objects.filter(status="active", content__contains="文三路").exclude(kind="episode").exists()
-    # saying it again in a new conversation is blocked too
+    assert not Memory.objects.filter(status="active", content__contains="文三路").exists()  # episode included
+    assert not AuditEvent.objects.filter(action="memory.restated_after_forget").exists()
+
+
+def test_a_statement_made_after_the_forget_is_a_new_act_stored_and_marked(api):
+    s1 = create_conversation(api, "s1")
+    say(api, s1, f"我家住在{SECRET}。")
+    memory = Memory.objects.exclude(kind="episode").get()
+    request = api.post("/api/v1/forget", {"memory_ids": [memory.id]}, format="json").json()
+    rule = ForgetRule.objects.filter(request_id=request["id"]).first()
+    assert rule is not None
+    # The user says it again later, in a new conversation: a new act, stored...
     say(api, create_conversation(api, "s2"), f"我家住在{SECRET}。")
-    assert not Memory.objects.filter(status="active", content__contains="文三路").exclude(kind="episode").exists()
+    again = Memory.objects.filter(status="active", content__contains="文三路").exclude(kind="episode").get()
+    # ...and on record with the rule it would have matched (the console's audit log shows it)
+    event = AuditEvent.objects.get(action="memory.restated_after_forget", target_id=str(again.id))
+    assert event.detail["forget_rule"] in set(ForgetRule.objects.filter(request_id=request["id"]).values_list("id", flat=True))
+    assert event.detail["forget_request"] == request["id"]
+    # the old message still cannot bring the forgotten copy back
+    api.post(f"/api/v1/conversations/{s1['id']}/reextract", {}, format="json")
+    assert Memory.objects.filter(status="active", content__contains="文三路").exclude(kind="episode").count() == 1
+
+
+def test_forgetting_a_fact_removes_its_echoes(api):
+    """The user's turn, the assistant's acknowledgement and a restatement elsewhere go with the fact;
+    a different fact of the same thing (and small talk) stays."""
+    s1 = create_conversation(api, "s1")
+    turns = [("user", "车队共用加油卡的密码是880615。"), ("assistant", "好的，记下了：共用加油卡密码 880615。"),
+             ("user", "另外，加油卡余额低于五千的时候提醒我充值。"), ("assistant", "好的，余额低于五千会提醒你。")]
+    for role, content in turns:
+        assert api.post(f"/api/v1/conversations/{s1['id']}/messages", {"role": role, "content": content},
+                        format="json").status_code == 201
+    s2 = create_conversation(api, "s2")
+    assert api.post(f"/api/v1/conversations/{s2['id']}/messages",
+                    {"role": "assistant", "content": "提醒一下，加油卡密码是880615，别外传。"}, format="json").status_code == 201
+    probe = create_conversation(api, "probe")
+    before = api.post("/api/v1/recall", {"query": "加油卡密码是多少", "k": 10}, format="json").json()
+    assert "880615" in json.dumps(before, ensure_ascii=False)
+    preview = api.post("/api/v1/forget/preview", {"query": "加油卡密码"}, format="json").json()
+    echoed = {e["content"]: e["why"] for e in preview["echoes"]}
+    assert all("五千" not in c for c in echoed) and all("五千" not in m["content"] for m in preview["matches"])
+    shown = json.dumps(preview, ensure_ascii=False)
+    assert "好的，记下了：共用加油卡密码 880615。" in shown and "提醒一下，加油卡密码是880615，别外传。" in shown
+    ids = [m["id"] for m in preview["matches"]]
+    response = api.post("/api/v1/forget", {"query": "加油卡密码", "memory_ids": ids}, format="json")
+    assert response.status_code == 201
+    after_recall = api.post("/api/v1/recall", {"query": "加油卡密码是多少", "k": 10}, format="json").json()
+    context = api.post(f"/api/v1/conversations/{probe['id']}/context", {"message": "加油卡密码是多少"}, format="json").json()
+    seen = json.dumps(after_recall, ensure_ascii=False) + json.dumps(context, ensure_ascii=False)
+    assert "880615" not in seen  # neither the fact nor any echo of it
+    assert not Memory.objects.filter(content__contains="880615").exists()
+    assert Memory.objects.filter(status="active", kind="episode", content__contains="五千").count() == 2
+
+
+def test_forget_by_id_also_removes_the_assistant_acknowledgement(api):
+    s1 = create_conversation(api, "s1")
+    for role, content in (("user", "农机库房钥匙柜的密码是58372，别告诉外人。"), ("assistant", "好的，记下了：钥匙柜密码 58372。"),
+                          ("user", "今天天气不错。"), ("assistant", "是的，适合晾晒。")):
+        api.post(f"/api/v1/conversations/{s1['id']}/messages", {"role": role, "content": content}, format="json")
+    fact = Memory.objects.exclude(kind="episode").get(content__contains="58372")
+    assert api.post("/api/v1/forget", {"memory_ids": [fact.id]}, format="json").status_code == 201
+    assert not Memory.objects.filter(status="active", content__contains="58372").exists()
+    assert Memory.objects.filter(status="active", kind="episode", content__contains="晾晒").exists()
+    recall = api.post("/api/v1/recall", {"query": "钥匙柜密码", "k": 10}, format="json").json()
+    assert "58372" not in json.dumps(recall, ensure_ascii=False)
 
 
 def test_forget_is_idempotent(api):
@@ -148,7 +209,10 @@ def test_executed_forget_answer_names_what_it_did(api):
     say(api, conv, "我们合作社今年的采购预算是八十万。")
     memory = Memory.objects.filter(status="active").exclude(kind="episode").get()
     by_id = api.get(f"/api/v1/forget/{api.post('/api/v1/forget', {'memory_ids': [memory.id]}, format='json').json()['id']}").json()
-    assert by_id["result"]["forgotten_memory_ids"] == [memory.id]
+    # The memory and its echoes (the episode of the message that stated it) go together.
+    echo_ids = set(Memory.objects.filter(kind="episode", status="forgotten").values_list("id", flat=True))
+    assert by_id["result"]["echoes_forgotten"] == 1
+    assert set(by_id["result"]["forgotten_memory_ids"]) == {memory.id} | (echo_ids - {m["id"] for m in preview})
     assert by_id["result"]["redacted_message_ids"] == []  # explicit ids keep their messages by default
     budget_message = Message.objects.get(content__contains="八十万").id
     created = api.post("/api/v1/forget", {"memory_ids": [memory.id], "include_messages": True}, format="json").json()

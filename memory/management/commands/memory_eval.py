@@ -9,6 +9,7 @@ from django.db import connection
 
 from memory.evaluation.metrics import compute
 from memory.evaluation.runner import CaseRunner, load_cases, new_run_id
+from memory.evaluation.schema import ScenarioFormatError
 
 
 class Command(BaseCommand):
@@ -32,7 +33,10 @@ class Command(BaseCommand):
         path = Path(file)
         if not path.exists():
             raise CommandError(f"no such file: {file}")
-        cases = load_cases(str(path), case_id)
+        try:
+            cases = load_cases(str(path), case_id)
+        except ScenarioFormatError as exc:
+            raise CommandError(f"{path.name} is not a scenario file this runner can read: {exc}") from exc
         if not cases:
             raise CommandError("no cases to run")
         ks = tuple(int(x) for x in source_ks.split(",") if x.strip())

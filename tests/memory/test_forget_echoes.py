@@ -1,0 +1,35 @@
+"""The echo detector of forget (memory/services/forget_echoes.py) on its labelled pair set, with the
+real embedding model: every echo found, nothing on the same topic that says something else."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conversations.textutil import cjk_ratio
+from memory.services.forget_echoes import codes, echo_score, grams, is_echo
+
+PAIRS = Path(__file__).resolve().parents[2] / "memory" / "evaluation" / "data" / "echo_pairs.jsonl"
+pytestmark = pytest.mark.django_db
+
+
+def test_scores_separate_echoes_from_same_topic_sentences():
+    from memory.vectors import active_embedder, similarity
+
+    embedder = active_embedder()
+    rows = [json.loads(line) for line in PAIRS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert sum(r["echo"] for r in rows) >= 15 and sum(not r["echo"] for r in rows) >= 15
+    wrong = []
+    for row in rows:
+        fact, text = embedder.encode_one(row["fact"]), embedder.encode_one(row["text"])
+        cosine = float(similarity(embedder, fact, np.vstack([text]), cjk=cjk_ratio(row["fact"]) >= 0.3)[0])
+        if is_echo(cosine, row["fact"], row["text"]) != row["echo"]:
+            wrong.append((row["text"], round(echo_score(cosine, row["fact"], row["text"]), 3)))
+    assert not wrong
+
+
+def test_other_numbers_are_not_an_echo():
+    assert codes("1号收割机的割台有异响") == {"1"}
+    assert echo_score(0.9, "1号收割机的割台有异响", "2号收割机的割台有异响") == 0.0
+    assert echo_score(0.5, "钥匙柜密码是58372", "好的，钥匙柜密码 58372") > 1.0
+    assert "58372" in grams("密码 58372")
