@@ -185,6 +185,23 @@ class RuleExtractor(Extractor):
             if st.slot is None and not first_person:
                 return []  # a correction of something we cannot name is not storable on its own
             return [st]
+        return self._clause_fact(s, lex, at, times, old_values, explicit)
+
+    def _clause_fact(self, s: str, lex: Lexicon, at: datetime, times: list[TimeRef], old_values: list[str],
+                     explicit: bool) -> list[_Statement]:
+        """"李明离职了，现在维修师傅是赵刚": the sentence as a whole is no fact, but one of its clauses
+        states one. The whole sentence is kept (it says what changed), keyed by that clause."""
+        clauses = [c.strip() for c in re.split(r"[，,；;]", s) if c.strip()]
+        if len(clauses) < 2:
+            return []
+        for clause in reversed(clauses):
+            if lex.is_question(clause) or lex.opinion.search(clause):
+                continue
+            slot = lex.slot(clause, "fact")
+            if slot is not None and slot.structural and not _DEMONSTRATIVE.match(clause):
+                content = lex.finish(rewrite_times(s, times, lex.lang))
+                return [_Statement(kind="fact", content=content, slot=slot, slot_key=slot.key("fact"),
+                                   change="update", old_values=old_values, explicit=explicit)]
         return []
 
     @staticmethod

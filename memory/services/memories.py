@@ -26,6 +26,7 @@ from tenancy.services import audit_record
 logger = logging.getLogger(__name__)
 
 SINGLE_VALUED_KINDS = {"preference", "fact", "context"}
+STANDING_KINDS = {"preference", "fact"}
 SAME_SLOT_DUPLICATE = 0.97  # within one slot only a near-verbatim restatement is a duplicate
 
 
@@ -57,6 +58,7 @@ class MemoryInput:
     actor: str = ""
     change: str | None = None  # correction | migration | update: replaces the same slot's older value
     supersedes: list[int] = field(default_factory=list)  # memory ids an LLM said this replaces
+    subject: str | None = None  # the attribute the statement is about, when the extractor names it
 
 
 @dataclass
@@ -65,6 +67,7 @@ class WriteOutcome:
     memory: Memory | None
     superseded: list[int] = field(default_factory=list)
     similarity: float | None = None
+    conflicts: list[int] = field(default_factory=list)  # older memories kept beside it as possible conflicts
 
 
 def _enqueue_sync(memory_ids_versions: list[tuple[int, int]], org_id: int, user_id: str) -> None:
@@ -107,7 +110,10 @@ def _forget_rule_blocks(inp: MemoryInput, digest: str, vector: np.ndarray, model
 def _similar_active(inp: MemoryInput, vector: np.ndarray, model_id: str) -> list[tuple[Memory, float]]:
     """Active memories of the same user, kind and scope, scored by cosine: every one with the same
     slot key plus the most recent SEMANTIC_DEDUP_WINDOW others (bounded work per write)."""
-    base = Memory.objects.filter(org=inp.org, user_id=inp.user_id, kind=inp.kind, scope=inp.scope, status="active")
+    # A standing statement is compared with every standing memory: "提醒我的时候用短信" (fact) and
+    # "以后都用微信提醒我" (preference) are about one subject.
+    kinds = sorted(STANDING_KINDS) if inp.kind in STANDING_KINDS and inp.scope == "user" else [inp.kind]
+    base = Memory.objects.filter(org=inp.org, user_id=inp.user_id, kind__in=kinds, scope=inp.scope, status="active")
     if inp.scope == "task":
         base = base.filter(conversation_id=inp.conversation_id)
     rows = {m.id: m for m in base.order_by("-id")[: settings.SEMANTIC_DEDUP_WINDOW]}
@@ -161,6 +167,13 @@ def _touch_duplicate(existing: Memory, inp: MemoryInput) -> None:
     _link_entities(existing, inp.entity_ids)
 
 
+def _distinct(older: str, newer: str) -> bool:
+    from memory.subjects.match import distinct
+    from memory.subjects.parts import parse
+
+    return distinct(parse(older), parse(newer))
+
+
 def _semantic_duplicate(inp: MemoryInput, similar: list[tuple[Memory, float]], threshold: float):
     """The most similar memory if it says the same thing. Within one slot the embedding cannot
     tell values apart (佳木斯 vs 齐齐哈尔 score 0.9), so a same-slot memory counts as a duplicate
@@ -169,6 +182,10 @@ def _semantic_duplicate(inp: MemoryInput, similar: list[tuple[Memory, float]], t
     for memory, sim in similar:
         if sim < threshold:
             return None
+        if memory.kind != inp.kind:
+            continue
+        if inp.kind in STANDING_KINDS and _distinct(memory.content, inp.content):
+            continue  # another thing or another value: the subject tier decides
         same_slot = inp.slot_key and memory.slot_key == inp.slot_key and inp.kind in SINGLE_VALUED_KINDS
         if same_slot and (inp.change or sim < SAME_SLOT_DUPLICATE):
             continue
@@ -176,7 +193,20 @@ def _semantic_duplicate(inp: MemoryInput, similar: list[tuple[Memory, float]], t
     return None
 
 
-def _supersede_targets(inp: MemoryInput, similar: list[tuple[Memory, float]], sup_threshold: float) -> list[Memory]:
+def _subject_decisions(inp: MemoryInput, similar: list[tuple[Memory, float]], limits) -> dict[int, object]:
+    """Subject matching (memory/subjects) of a standing candidate against the standing memories."""
+    from memory.subjects import Existing, judge
+
+    if inp.kind not in STANDING_KINDS or inp.scope != "user" or not similar:
+        return {}
+    existing = [Existing(id=m.id, content=m.content, kind=m.kind, slot_key=m.slot_key, full=sim)
+                for m, sim in similar if m.kind in STANDING_KINDS]
+    return {e.id: d for e, d in judge(active_embedder(), limits, content=inp.content, kind=inp.kind,
+                                      slot_key=inp.slot_key, existing=existing, subject=inp.subject)}
+
+
+def _supersede_targets(inp: MemoryInput, similar: list[tuple[Memory, float]], sup_threshold: float,
+                       decisions: dict[int, object]) -> list[Memory]:
     if inp.kind == "episode":
         return []
     targets = {m.id: m for m in Memory.objects.filter(id__in=inp.supersedes, org=inp.org, user_id=inp.user_id,
@@ -184,9 +214,13 @@ def _supersede_targets(inp: MemoryInput, similar: list[tuple[Memory, float]], su
     slot_replaces = inp.slot_key and (inp.kind in SINGLE_VALUED_KINDS or inp.change)
     entity_ids = set(inp.entity_ids)
     for memory, sim in similar:
-        if slot_replaces and memory.slot_key == inp.slot_key:
+        decision = decisions.get(memory.id)
+        if slot_replaces and memory.slot_key == inp.slot_key and memory.kind == inp.kind:
+            targets[memory.id] = memory  # the slot key stays the strongest evidence
+        elif decision is not None and decision.action == "supersede":
             targets[memory.id] = memory
-        elif entity_ids and inp.kind in SINGLE_VALUED_KINDS and sim >= sup_threshold and \
+        elif entity_ids and inp.kind in SINGLE_VALUED_KINDS and memory.kind == inp.kind and sim >= sup_threshold and \
+                (decision is None or decision.action != "coexist") and \
                 entity_ids & set(memory.entity_links.values_list("entity_id", flat=True)):
             targets[memory.id] = memory
     return list(targets.values())
@@ -217,7 +251,14 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
         if duplicate is not None:
             _touch_duplicate(duplicate[0], inp)
             return WriteOutcome("duplicate", duplicate[0], similarity=duplicate[1])
-        targets = _supersede_targets(inp, similar, limits.supersede) if dedup else []
+        decisions = _subject_decisions(inp, similar, limits) if dedup else {}
+        same_subject = [(m, decisions[m.id]) for m, _ in similar if m.id in decisions
+                        and decisions[m.id].action == "duplicate" and m.kind == inp.kind]
+        if same_subject and not inp.change:
+            memory, decision = same_subject[0]
+            _touch_duplicate(memory, inp)
+            return WriteOutcome("duplicate", memory, similarity=decision.score)
+        targets = _supersede_targets(inp, similar, limits.supersede, decisions) if dedup else []
         reason = "CORRECT" if inp.change == "correction" else ("SUPERSEDE" if targets else "ADD")
         try:
             with transaction.atomic():
@@ -234,14 +275,33 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
             Memory.objects.filter(id=old.id).update(status="superseded", superseded_by=memory, active_hash=None,
                                                     version=F("version") + 1, updated_at=timezone.now())
             superseded.append(old.id)
+        conflicts = _record_conflicts(memory, similar, decisions, set(superseded))
         versions = dict(Memory.objects.filter(id__in=superseded).values_list("id", "version"))
         _enqueue_sync([(memory.id, memory.version)] + list(versions.items()), inp.org.id, inp.user_id)
         for old_id in superseded:
             audit_record(org=inp.org, actor=inp.actor or inp.created_by, actor_kind="system" if inp.created_by == "extractor" else "api",
                          action="memory.supersede", target_type="memory", target_id=str(old_id),
                          detail={"superseded_by": memory.id})
-    logger.info("memory written id=%s v=%s reason=%s superseded=%s", memory.id, memory.version, reason, superseded)
-    return WriteOutcome("superseded" if superseded else "added", memory, superseded=superseded)
+    logger.info("memory written id=%s v=%s reason=%s superseded=%s conflicts=%s", memory.id, memory.version, reason,
+                superseded, conflicts)
+    return WriteOutcome("superseded" if superseded else "added", memory, superseded=superseded, conflicts=conflicts)
+
+
+def _record_conflicts(memory: Memory, similar: list[tuple[Memory, float]], decisions: dict[int, object],
+                      superseded: set[int]) -> list[int]:
+    """The uncertain band: both stay active (the newer ranks first) and the pair is queued for an
+    operator (console, GET /api/v1/conflicts)."""
+    from memory.services.conflicts import conflict_record
+
+    out = []
+    for old, _ in similar:
+        decision = decisions.get(old.id)
+        if decision is None or decision.action != "conflict" or old.id in superseded:
+            continue
+        signals = decision.features.as_dict() if decision.features else {}
+        conflict_record(older=old, newer=memory, score=decision.score, signals=signals)
+        out.append(old.id)
+    return out
 
 
 def _create_row(inp: MemoryInput, digest: str, reason: str) -> Memory:
