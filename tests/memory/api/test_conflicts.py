@@ -62,3 +62,15 @@ def test_another_user_sees_nothing_and_gets_404(api, api_u2, conflict):
     assert response.status_code == 404
     assert MemoryConflict.objects.get(id=conflict.id).status == "open"
     assert api.post("/api/v1/conflicts/999999/resolve", {"action": "supersede"}, format="json").status_code == 404
+
+
+def test_recall_ranks_the_newer_first_and_explain_marks_the_pair(api, conflict):
+    response = api.post("/api/v1/recall", {"query": "which hotel should I book", "k": 5, "explain": True,
+                                           "include_episodes": False}, format="json")
+    assert response.status_code == 200, response.content
+    items = response.json()["items"]
+    ids = [item["id"] for item in items]
+    assert ids.index(conflict.newer_id) < ids.index(conflict.older_id)
+    marked = {item["id"]: item["conflicts"] for item in items if "conflicts" in item}
+    assert marked[conflict.older_id] == [{"id": conflict.id, "role": "older", "with": conflict.newer_id}]
+    assert marked[conflict.newer_id][0]["role"] == "newer"
