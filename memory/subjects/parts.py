@@ -351,10 +351,12 @@ def parse(text: str, subject: str | None = None) -> StatementParts:
     lang = detect_lang(text)
     parts = _zh_parse(text) if lang == "zh" else _en_parse(text)
     if subject and subject.strip():
+        # The named subject adds to what the words say; it never removes a parsed head, so a
+        # subject worded unlike the stored statement ("reminder channel") still meets it.
         named = parse(subject.strip())
-        words = named.terms or tuple(named.values)
-        heads = named.heads or frozenset(words[-1:])
-        parts = StatementParts(lang=parts.lang, terms=words, weak=named.weak, heads=heads,
+        words = tuple(dict.fromkeys((named.terms or tuple(named.values)) + parts.terms))
+        heads = (named.heads or frozenset(words[:1])) | parts.heads
+        parts = StatementParts(lang=parts.lang, terms=words, weak=named.weak | parts.weak, heads=heads,
                                idents=named.idents | parts.idents, values=parts.values, old_values=parts.old_values,
                                preds=parts.preds, cue=parts.cue, masked=parts.masked)
     return parts
