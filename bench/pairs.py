@@ -86,7 +86,7 @@ def featurise(rows: list[dict], embedder):
 def judge_all(rows, feats, limits) -> list[str]:
     from memory.subjects.match import decide
 
-    return [decide(f, same=limits.subject_same, conflict=limits.subject_conflict, duplicate=limits.duplicate,
+    return [decide(f, same=limits.subject_same, conflict=limits.subject_conflict, duplicate=limits.subject_duplicate,
                    masked_lo=limits.masked_lo, masked_hi=limits.masked_hi,
                    kinds=(r["older"]["kind"], r["newer"]["kind"])).action for r, f in zip(rows, feats)]
 
@@ -117,10 +117,11 @@ def tune(rows, feats, base):
 
     best = None
     grid_same = [x / 100 for x in range(30, 86, 2)]
-    for lo, hi in itertools.product((0.3, 0.4, 0.5, 0.6), (0.8, 0.9, 1.0)):
+    for lo, hi, dup in itertools.product((0.3, 0.4, 0.5, 0.6), (0.8, 0.9, 1.0), (0.7, 0.75, 0.8, 0.85, 0.9)):
         for same in grid_same:
             for gap in (0.0, 0.05, 0.1, 0.15):
-                limits = replace(base, subject_same=same, subject_conflict=round(same - gap, 3), masked_lo=lo, masked_hi=hi)
+                limits = replace(base, subject_same=same, subject_conflict=round(same - gap, 3), masked_lo=lo,
+                                 masked_hi=hi, subject_duplicate=dup)
                 value = objective(scores(rows, judge_all(rows, feats, limits)))
                 if best is None or value > best[0] + 1e-9:
                     best = (value, limits)
@@ -163,7 +164,7 @@ def main(argv=None) -> int:
         feats = featurise(rows, embedder)
         best = tune(rows, feats, limits)
         print(f"best on the tuning half: subject_same={best.subject_same} subject_conflict={best.subject_conflict} "
-              f"masked_lo={best.masked_lo} masked_hi={best.masked_hi}")
+              f"masked_lo={best.masked_lo} masked_hi={best.masked_hi} subject_duplicate={best.subject_duplicate}")
         print_table("tuning half, tuned thresholds", rows, judge_all(rows, feats, best))
         return 0
     rows = load(args.split)

@@ -20,15 +20,21 @@ class Thresholds:
     subject_conflict: float = 0.3  # between this and subject_same: a possible conflict, both kept
     masked_lo: float = 0.5  # value-masked cosine mapped to 0 at or below this ...
     masked_hi: float = 0.9  # ... and to 1 at or above this
+    subject_duplicate: float = 0.85  # same subject and a cosine at or above this (no change cue): a restatement
 
 
 DEFAULTS = {
-    "use-multilingual-v3": Thresholds(duplicate=0.82, supersede=0.65, forget=0.82),
-    "st:all-MiniLM-L6-v2": Thresholds(duplicate=0.88, supersede=0.75, forget=0.88),
+    "use-multilingual-v3": Thresholds(duplicate=0.82, supersede=0.65, forget=0.82,
+                                      subject_same=0.32, subject_conflict=0.22, masked_lo=0.3, masked_hi=0.8,
+                                      subject_duplicate=0.75),
+    # English only (most Chinese becomes [UNK]), so the masked cosine says less and the bar is higher.
+    "st:all-MiniLM-L6-v2": Thresholds(duplicate=0.88, supersede=0.75, forget=0.88,
+                                      subject_same=0.74, subject_conflict=0.59, masked_lo=0.3, masked_hi=1.0,
+                                      subject_duplicate=0.8),
     # Composite similarity is USE alone where Chinese is involved, a USE/MiniLM mix otherwise.
     "use-multilingual-v3+st:all-MiniLM-L6-v2": Thresholds(duplicate=0.85, supersede=0.68, forget=0.85,
-                                                          subject_same=0.58, subject_conflict=0.48,
-                                                          masked_lo=0.5, masked_hi=0.8),
+                                                          subject_same=0.3, subject_conflict=0.2,
+                                                          masked_lo=0.3, masked_hi=0.8, subject_duplicate=0.75),
 }
 FALLBACK = Thresholds(duplicate=0.85, supersede=0.75, forget=0.85)
 

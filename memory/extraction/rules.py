@@ -170,6 +170,9 @@ class RuleExtractor(Extractor):
             return [self._statement("preference", s, lex, at, times, change, old_values, explicit)]
         if (lex.is_request(s) or lex.proposal.search(s)) and change != "correction":
             return []
+        if self._states_attribute(s, lex):
+            # "我女儿的生日是5月14号": a date can be the value of a standing fact, not an event or a plan.
+            return [self._statement("fact", s, lex, at, times, change, old_values, explicit)]
         if future and not past and not first_person and change != "correction":
             # "下周二上午给2号收割机做保养" / "时间改到明天下午三点": arrangements of the task at hand.
             return [self._task(s, lex, at, explicit)]
@@ -229,6 +232,14 @@ class RuleExtractor(Extractor):
         # No usable date ("2号收割机的割台链条断了，已经报修"): something visibly happened to a
         # named thing or to us; it happened around the message time.
         return verb and done and subject
+
+    @staticmethod
+    def _states_attribute(s: str, lex: Lexicon) -> bool:
+        """The first clause names an attribute and its value ("X的Y是Z") and nothing happens in it."""
+        first = re.split(r"[，,；;]", s, maxsplit=1)[0]
+        slot = lex.slot(first, "fact")
+        return bool(slot and slot.structural and slot.attribute and slot.value) and not lex.event_verb.search(first) \
+            and not _DEMONSTRATIVE.match(first) and not lex.opinion.search(first)
 
     @staticmethod
     def _is_fact(s: str, lex: Lexicon, first_person: bool) -> bool:

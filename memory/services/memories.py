@@ -205,6 +205,13 @@ def _subject_decisions(inp: MemoryInput, similar: list[tuple[Memory, float]], li
                                       slot_key=inp.slot_key, existing=existing, subject=inp.subject)}
 
 
+def _other_attribute(decision) -> bool:
+    """The matcher saw another thing or another attribute (1号 vs 2号, 在… vs 有…, 面积 vs 位置): a
+    shared entity and a close embedding do not make such a pair the same subject."""
+    f = getattr(decision, "features", None)
+    return bool(f and (f.ident_conflict or f.pred_conflict or f.heads_differ))
+
+
 def _supersede_targets(inp: MemoryInput, similar: list[tuple[Memory, float]], sup_threshold: float,
                        decisions: dict[int, object]) -> list[Memory]:
     if inp.kind == "episode":
@@ -220,7 +227,7 @@ def _supersede_targets(inp: MemoryInput, similar: list[tuple[Memory, float]], su
         elif decision is not None and decision.action == "supersede":
             targets[memory.id] = memory
         elif entity_ids and inp.kind in SINGLE_VALUED_KINDS and memory.kind == inp.kind and sim >= sup_threshold and \
-                (decision is None or decision.action != "coexist") and \
+                not _other_attribute(decision) and \
                 entity_ids & set(memory.entity_links.values_list("entity_id", flat=True)):
             targets[memory.id] = memory
     return list(targets.values())

@@ -90,10 +90,10 @@ def judge(embedder, limits, *, content: str, kind: str, slot_key: str | None, ex
     sims = masked_similarity(embedder, newer.masked, [older.masked for _, (older, _) in embed_now])
     for (e, (older, f)), sim in zip(embed_now, sims):
         f = replace(f, masked=sim)
-        out.append((e, decide(f, same=limits.subject_same, conflict=limits.subject_conflict, duplicate=limits.duplicate,
+        out.append((e, decide(f, same=limits.subject_same, conflict=limits.subject_conflict, duplicate=limits.subject_duplicate,
                               kinds=(e.kind, kind), **bounds)))
     for e, (older, f) in rest:
         f = replace(f, masked=limits.masked_lo)
-        out.append((e, decide(f, same=limits.subject_same, conflict=limits.subject_conflict, duplicate=limits.duplicate,
+        out.append((e, decide(f, same=limits.subject_same, conflict=limits.subject_conflict, duplicate=limits.subject_duplicate,
                               kinds=(e.kind, kind), **bounds)))
     return out

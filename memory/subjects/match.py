@@ -76,11 +76,12 @@ def _lex(a: StatementParts, b: StatementParts) -> float:
 
 
 def distinct(older: StatementParts, newer: StatementParts) -> bool:
-    """Two statements that name different things or state different values are never the same
-    memory, however close their embeddings (1号/2号收割机的保养周期 score above 0.85)."""
+    """Two statements that name different things, or give one attribute different values, are never
+    the same memory, however close their embeddings (1号/2号收割机的保养周期 score above 0.85)."""
     if older.idents and newer.idents and not (older.idents & newer.idents):
         return True
-    if older.values and newer.values:
+    if older.values and newer.values and _head_match(older, newer):
+        # The same attribute with another value is an update, which the subject tier decides.
         return not any(v == w or _char_related(v, w) for v in older.values for w in newer.values)
     return False
 
@@ -123,7 +124,7 @@ def decide(f: PairFeatures, *, same: float, conflict: float, masked_lo: float, m
     if score >= same:
         if f.value_same and not f.old_named:
             return Decision("duplicate", score, f)
-        if f.full >= duplicate and not f.cue and not f.old_named:
+        if f.full >= duplicate and not f.cue and not f.old_named and not f.ident_conflict:
             return Decision("duplicate", score, f)
         return Decision("supersede", score, f)
     if score >= conflict:

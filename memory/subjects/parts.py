@@ -42,7 +42,7 @@ _ZH_DROP_FLAGS = {"r", "rr", "rz", "t", "tg", "d", "p", "c", "u", "uj", "ul", "u
                   "f", "df", "dg", "zg"}
 _ZH_STOP = set("请 给 让 把 要 想 能 会 可以 就 都 也 还 又 只 再 一直 总是 已经 了 的 地 得 着 过 吧 呢 啊 呀 哦 "
                "对了 另外 还有 以后 今后 往后 之后 从今往后 从现在起 从现在开始 从今天起 一下 一些 一点 我 我们 你 您 "
-               "咱们 俺 本人 他 她 它 他们 家里 自己 这 那 这个 那个 记住 记得 帮 帮我 给我 告诉 麻烦 好的 嗯 "
+               "咱们 俺 本人 用户 他 她 它 他们 家里 自己 这 那 这个 那个 记住 记得 帮 帮我 给我 告诉 麻烦 好的 嗯 "
                "现在 目前 当前 默认 一律 始终 每次 务必 不 没".split())
 _ZH_NOMINAL = ("n", "nr", "nrt", "nrfg", "ns", "nt", "nz", "ng", "eng", "m", "mq", "q", "x", "a", "b", "j", "l",
                "i", "s", "an", "vn", "k", "h")
@@ -99,7 +99,7 @@ def _zh_value_run(tokens: list[tuple[str, str]], start: int, pred: str) -> tuple
             continue
         if word in _ZH_STOP or (value and _zh_marker_at(words, i)):
             break
-        if (_nominal(flag) and (flag != "vn" or first)) or word == "-":
+        if (_nominal(flag) and (flag != "vn" or first)) or word == "-" or (first and flag == "zg"):
             if pred == "have" and not flag.startswith(("m", "q")) and word != "-":
                 attr.append(word)
             else:
@@ -161,6 +161,17 @@ def _zh_parse(text: str) -> StatementParts:
             pred, span = marker_at[1]
             preds.add(pred)
             value, nouns, end = _zh_value_run(clause, marker_at[0] + span, pred)
+            tail = [w for w, f in clause[end + 1:] if _nominal(f)] if end < len(clause) and clause[end][0] == "的" else []
+            if pred == "be" and strong and value and tail:
+                # "张老师是孩子的班主任": the value comes first, the attribute after 的.
+                raw = [w for w, _ in clause[:marker_at[0]] if _zh_canon(w) in strong]
+                values.append("".join(raw))
+                for word in raw:
+                    masked = masked.replace(word, V.ZH_PLACEHOLDER, 1)
+                clause_terms = [_zh_canon(w) for w in value + tail]
+                heads.add(_zh_canon(tail[-1]))
+                terms.extend(clause_terms)
+                continue
             if len(value) >= 2 and clause_flags(clause, value[-1]) == "n" and pred != "have":
                 # "喜欢喝美式咖啡" / "是刘医生": the last common noun names the attribute.
                 nouns.append(value.pop())
@@ -175,7 +186,7 @@ def _zh_parse(text: str) -> StatementParts:
                      if w not in _ZH_STOP and f not in _ZH_DROP_FLAGS and not f.startswith(("r", "m"))
                      and w not in V.ZH_MARKERS]
             clause_terms.extend(w for w, _ in after)
-            if nouns:
+            if nouns and (pred == "have" or not strong):
                 heads.add(_zh_canon(nouns[-1]))
             elif strong:
                 heads.add(strong[-1])
@@ -199,13 +210,14 @@ _EN_STOP = set("i me my mine we us our ours you your the a an this that these th
                "always default currently just also really very so too then still all any some of for to and or "
                "be been being do does did will would should could can may might must shall let let's i'm we're "
                "i've we've i'd we'd going forward onward onwards here there what which who whom whose when "
-               "where how again ok okay well actually oh by the way btw remember note last next ago today yesterday "
+               "where how again ok okay well actually oh by the way btw remember note last next ago today yesterday user "
                "tomorrow week month year day morning evening default".split())
 _EN_PREP_STOP = set("for from with when while if because after before since until during per about than as at on to "
                     "in into of".split())
 _EN_NUMBERISH = re.compile(r"\d")
 _EN_COPULA = {"is", "are", "am", "was", "were", "be", "=", "as", "by"}
-_EN_CHANGE_VERBS = {"switched", "switch", "changed", "change", "moved", "upgraded", "migrated", "replaced"}
+_EN_CHANGE_VERBS = {"switched", "switch", "changed", "change", "moved", "move", "upgraded", "migrated", "replaced",
+                    "set", "put"}
 
 
 @lru_cache(maxsize=1)
@@ -286,7 +298,7 @@ def _en_parse(text: str) -> StatementParts:
             while i < len(words):
                 word = words[i]
                 low_w = word.lower()
-                if value and (low_w in _EN_PREP_STOP or _en_marker_at(words, i)):
+                if value and (low_w in _EN_PREP_STOP or low_w in _EN_STOP or _en_marker_at(words, i)):
                     break
                 if not value and (low_w in _EN_STOP or low_w in ("now", "to", "a", "an", "the")):
                     i += 1
@@ -314,7 +326,7 @@ def _en_parse(text: str) -> StatementParts:
             after = [_en_canon(w) for w in words[i:] if w[0].isalpha() and w.lower() not in _EN_STOP
                      and w.lower() not in _EN_PREP_STOP]
             clause_terms.extend(after)
-            if nouns:
+            if nouns and (pred == "have" or not strong):
                 heads.add(nouns[-1])
             elif strong:
                 heads.add(strong[-1])

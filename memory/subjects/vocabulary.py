@@ -97,7 +97,7 @@ for _words, _cls in (
     ("has|have|own|owns|keep|keeps", HAVE),
     ("called|named|name is|go by", NAME),
     ("switched to|switch to|changed to|change to|changed it to|changed that to|moved over to|upgraded to|"
-     "replaced with|replaced by|migrated to|became|become|switched|changed|upgraded|migrated|replaced", CHANGE),
+     "replaced with|replaced by|migrated to|became|become|switched|changed|upgraded|migrated|replaced|moved|move", CHANGE),
 ):
     for _w in _words.split("|"):
         EN_MARKERS[_w] = _cls

@@ -100,16 +100,29 @@ def _pref(org, content, **kw):
                                     actor="t", **kw))
 
 
-def test_an_uncertain_pair_is_kept_as_a_possible_conflict(org):
-    # Both about hotels, but the first is about business trips and the second names no trip: the
-    # matcher is not sure, so both stay and the pair goes to an operator.
+def uncertain_band(settings, low=0.01, high=0.99):
+    from memory.vectors import active_embedder
+
+    settings.MEMORY_THRESHOLDS = {active_embedder().model_id: {"subject_same": high, "subject_conflict": low}}
+
+
+def test_an_uncertain_pair_is_kept_as_a_possible_conflict(org, settings):
+    # The band is widened around the pair's measured score: the mechanism, not one pair's number.
+    uncertain_band(settings)
     first = _pref(org, "I prefer Hilton hotels on business trips.")
     second = _pref(org, "Book Marriott hotels from now on.")
-    assert second.action == "added" and first.memory.id in second.conflicts
+    assert second.action == "added" and second.conflicts == [first.memory.id] and not second.superseded
     conflict = MemoryConflict.objects.get()
     assert (conflict.older_id, conflict.newer_id) == (first.memory.id, second.memory.id)
-    assert conflict.status == "open" and 0 < conflict.score < 1 and "masked" in conflict.signals
+    assert conflict.status == "open" and 0.01 <= conflict.score < 0.99 and "masked" in conflict.signals
     assert set(Memory.objects.filter(id__in=[first.memory.id, second.memory.id]).values_list("status", flat=True)) == {"active"}
+    # Another asset's setting scores 0 (the identifiers differ): no conflict even in the widest band.
+    third = memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content="1号收割机的保养周期是200小时",
+                                     created_by="api", actor="t"))
+    fourth = memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content="2号收割机的保养周期是250小时",
+                                      created_by="api", actor="t"))
+    assert third.action == fourth.action == "added" and not fourth.conflicts
+    assert MemoryConflict.objects.count() == 1
 
 
 def test_a_restatement_in_other_words_is_a_duplicate(org):

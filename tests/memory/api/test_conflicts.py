@@ -15,7 +15,11 @@ def remember(api, content):
 
 
 @pytest.fixture
-def conflict(api):
+def conflict(api, settings):
+    from memory.vectors import active_embedder
+
+    # A wide uncertain band, so the pair below is a possible conflict whatever its exact score.
+    settings.MEMORY_THRESHOLDS = {active_embedder().model_id: {"subject_same": 0.99, "subject_conflict": 0.01}}
     older = remember(api, "I prefer Hilton hotels on business trips.")
     newer = remember(api, "Book Marriott hotels from now on.")
     return MemoryConflict.objects.get(older_id=older, newer_id=newer)
