@@ -175,8 +175,7 @@ def main(argv=None) -> int:
         for r, p, f in zip(rows, predicted, feats):
             if p != r["label"]:
                 print(f"- {r['id']} gold={r['label']} got={p}: {r['older']['content']} → {r['newer']['content']} {f.as_dict()}")
-    common.write_result(bench, {"split": args.split, "model": embedder.model_id, "table": table}) \
-        if hasattr(common, "write_result") else None
+    print(f"\nresults: {common.write_results(bench, {'split': args.split, 'model': embedder.model_id, 'table': table})}")
     return 0
 
 
