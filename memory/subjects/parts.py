@@ -99,7 +99,9 @@ def _zh_value_run(tokens: list[tuple[str, str]], start: int, pred: str) -> tuple
             continue
         if word in _ZH_STOP or (value and _zh_marker_at(words, i)):
             break
-        if (_nominal(flag) and (flag != "vn" or first)) or word == "-" or (first and flag == "zg"):
+        if (_nominal(flag) and (flag != "vn" or first)) or word == "-" or (first and flag in ("zg", "f")
+                                                                                 and i + 1 < len(tokens)
+                                                                                 and _nominal(tokens[i + 1][1])):
             if pred == "have" and not flag.startswith(("m", "q")) and word != "-":
                 attr.append(word)
             else:
@@ -130,7 +132,10 @@ def _zh_parse(text: str) -> StatementParts:
         joined = "".join(w for w, _ in clause)
         negated = any(n in joined for n in V.ZH_NEGATION)
         words = [w for w, _ in clause]
-        marker_at = next(((i, m) for i in range(len(clause)) if (m := _zh_marker_at(words, i))), None)
+        markers = [(i, m) for i in range(len(clause)) if (m := _zh_marker_at(words, i))]
+        # The first marker that is followed by a value ("车队用的加油卡是中石化的": 是, not 用).
+        marker_at = next((mk for mk in markers if _zh_value_run(clause, mk[0] + mk[1][1], mk[1][0])[0]),
+                         markers[0] if markers else None)
         if negated and (multi or marker_at is None):
             # "不要发邮件" / "短信不用了" / "李明离职了": what no longer holds.
             for word, flag in clause:
@@ -149,7 +154,7 @@ def _zh_parse(text: str) -> StatementParts:
                 continue
             if word == "号":
                 continue
-            if word in _ZH_STOP or flag in _ZH_DROP_FLAGS or flag.startswith("r"):
+            if word in _ZH_STOP or flag in _ZH_DROP_FLAGS or flag.startswith("r") or word in V.ZH_MARKERS:
                 continue
             if flag.startswith("m") or flag == "eng" and re.search(r"\d", word):
                 values.append(word)  # a number before the marker is a value ("每天7点提醒我")
@@ -172,7 +177,7 @@ def _zh_parse(text: str) -> StatementParts:
                 heads.add(_zh_canon(tail[-1]))
                 terms.extend(clause_terms)
                 continue
-            if len(value) >= 2 and clause_flags(clause, value[-1]) == "n" and pred != "have":
+            if len(value) >= 2 and clause_flags(clause, value[-1]) == "n" and pred != "have" and not strong:
                 # "喜欢喝美式咖啡" / "是刘医生": the last common noun names the attribute.
                 nouns.append(value.pop())
             if value:
@@ -194,8 +199,12 @@ def _zh_parse(text: str) -> StatementParts:
                 heads.add(after[0][0])
             else:
                 heads.add("地址" if pred == "loc" else f"@{pred}")  # "我住在杭州": where the user lives
-        elif strong:
-            heads.add(strong[-1])
+        else:
+            # A clause without a value names its attribute only with a noun ("帮我设一下" names none).
+            nouns = [_zh_canon(w) for w, f in clause if f.startswith(("n", "vn", "eng", "j")) and not f.startswith("nr")
+                     and _zh_canon(w) in strong]
+            if nouns:
+                heads.add(nouns[-1])
         terms.extend(clause_terms)
     weak = frozenset(t for t in terms if t in V.ZH_WEAK)
     return StatementParts(lang="zh", terms=tuple(dict.fromkeys(terms)), weak=weak, heads=frozenset(heads),
@@ -315,7 +324,7 @@ def _en_parse(text: str) -> StatementParts:
                 else:
                     value.append(word)
                 i += 1
-            if len(value) >= 2 and value[-1].isalpha() and value[-1].islower():
+            if len(value) >= 2 and value[-1].isalpha() and value[-1].islower() and not strong:
                 # "prefer short answers": the last common noun names the attribute, the rest is the value.
                 nouns.append(_en_canon(value.pop()))
             if value:

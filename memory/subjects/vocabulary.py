@@ -68,7 +68,7 @@ ZH_SYNONYMS = _table(_ZH_SYNONYMS)
 EN_SYNONYMS = _table(_EN_SYNONYMS)
 
 # Words that qualify an attribute without naming it ("提醒方式" is 提醒, "主力拖拉机" is 拖拉机).
-ZH_WEAK = set("方式 方法 情况 东西 时候 问题 事情 设置 种类 类型 主力 主要 常用 首选 默认 日常 平时 目前 现在 当前 "
+ZH_WEAK = set("方式 方法 情况 东西 时候 问题 事情 事 设置 种类 类型 主力 主要 常用 首选 默认 日常 平时 目前 现在 当前 "
               "现用 这个 那个 一下 一点 以后 今后 之后 所有 全部 一般 通常 总是 每次 都 一律".split())
 EN_WEAK = set("way method kind type main primari default prefer usual set thing current now stuff usual "
               "regular normal general all everi time".split())
@@ -80,7 +80,7 @@ ZH_MARKERS: dict[str, str] = {}
 for _words, _cls in (
     ("是 为 就是 都是 还是 用 使用 采用 改用 换用 通过 走 选 选择 优先选 选用 定为 设为 设成 设置为 设置成 "
      "喜欢 偏好 偏爱 爱 习惯 倾向 要 需要 控制在 保持在 定在 安排在", BE),
-    ("在 住在 位于 坐落在 坐落于 设在 搬到 搬去 搬迁到 迁到 落户在 住 放在 存放在 放到 挪到 移到 转移到", LOC),
+    ("在 住在 位于 坐落在 坐落于 设在 搬到 搬去 搬迁到 迁到 落户在 住 放在 存放在 放到 挪到 移到 转移到 寄到 发到 送到 传到 交到 存到 寄往 发往 送往", LOC),
     ("有 拥有 共有 养了 养 种了 种植了 种植", HAVE),
     ("叫 名叫 叫做 姓 称为", NAME),
     ("改成 改为 改到 换成 换为 换到 切换到 切换成 切到 变成 变为 更新为 更新成 调整为 调整成 调整到 调成 调到 "
