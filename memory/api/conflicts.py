@@ -46,6 +46,10 @@ class ConflictOutputSerializer(serializers.Serializer):
     resolved_by = serializers.CharField()
 
 
+class ConflictListOutputSerializer(serializers.Serializer):
+    results = ConflictOutputSerializer(many=True)
+
+
 def _actor(request) -> str:
     return f"api:{request.auth.prefix}:{request.user.user_id}"
 
@@ -53,7 +57,7 @@ def _actor(request) -> str:
 class ConflictListApi(APIView):
     @extend_schema(parameters=[OpenApiParameter("status", str, enum=STATUSES, required=False),
                                OpenApiParameter("limit", int, required=False)],
-                   responses=ConflictOutputSerializer(many=True))
+                   responses=ConflictListOutputSerializer)
     def get(self, request):
         params = ConflictListParamsSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
