@@ -49,6 +49,9 @@ _ZH_NOMINAL = ("n", "nr", "nrt", "nrfg", "ns", "nt", "nz", "ng", "eng", "m", "mq
 _ZH_IDENT = re.compile(r"^(?:\d+|[一二三四五六七八九十]+|[A-Za-z]+\d+|#\d+|[A-Za-z]\d*)号?$")
 
 
+_ZH_NO_LONGER = re.compile(r"不[\u4e00-\u9fff].*了$")
+
+
 def _nominal(flag: str) -> bool:
     return flag.startswith(_ZH_NOMINAL) and not flag.startswith("nrt") or flag in ("nrt",)
 
@@ -130,7 +133,8 @@ def _zh_parse(text: str) -> StatementParts:
     multi = len(clauses) > 1
     for clause in clauses:
         joined = "".join(w for w, _ in clause)
-        negated = any(n in joined for n in V.ZH_NEGATION)
+        # "短信不用了" / "前台不代收快递了": a "不 + verb … 了" clause says what no longer holds.
+        negated = any(n in joined for n in V.ZH_NEGATION) or bool(_ZH_NO_LONGER.search(joined))
         words = [w for w, _ in clause]
         markers = [(i, m) for i in range(len(clause)) if (m := _zh_marker_at(words, i))]
         # The first marker that is followed by a value ("车队用的加油卡是中石化的": 是, not 用).
