@@ -20,13 +20,14 @@ from memory.textnorm import content_hash
 from memory.thresholds import thresholds_for
 from conversations.textutil import cjk_ratio
 from memory.vectors import active_embedder, from_bytes, similarity, to_bytes
+from memory.services.subject_tier import STANDING_KINDS, conflicts_record, distinct_statements, other_attribute, \
+    subject_decisions
 from tenancy.models import Org
 from tenancy.services import audit_record
 
 logger = logging.getLogger(__name__)
 
 SINGLE_VALUED_KINDS = {"preference", "fact", "context"}
-STANDING_KINDS = {"preference", "fact"}
 SAME_SLOT_DUPLICATE = 0.97  # within one slot only a near-verbatim restatement is a duplicate
 
 
@@ -167,13 +168,6 @@ def _touch_duplicate(existing: Memory, inp: MemoryInput) -> None:
     _link_entities(existing, inp.entity_ids)
 
 
-def _distinct(older: str, newer: str) -> bool:
-    from memory.subjects.match import distinct
-    from memory.subjects.parts import parse
-
-    return distinct(parse(older), parse(newer))
-
-
 def _semantic_duplicate(inp: MemoryInput, similar: list[tuple[Memory, float]], threshold: float):
     """The most similar memory if it says the same thing. Within one slot the embedding cannot
     tell values apart (佳木斯 vs 齐齐哈尔 score 0.9), so a same-slot memory counts as a duplicate
@@ -184,32 +178,13 @@ def _semantic_duplicate(inp: MemoryInput, similar: list[tuple[Memory, float]], t
             return None
         if memory.kind != inp.kind:
             continue
-        if inp.kind in STANDING_KINDS and _distinct(memory.content, inp.content):
+        if inp.kind in STANDING_KINDS and distinct_statements(memory.content, inp.content):
             continue  # another thing or another value: the subject tier decides
         same_slot = inp.slot_key and memory.slot_key == inp.slot_key and inp.kind in SINGLE_VALUED_KINDS
         if same_slot and (inp.change or sim < SAME_SLOT_DUPLICATE):
             continue
         return memory, sim
     return None
-
-
-def _subject_decisions(inp: MemoryInput, similar: list[tuple[Memory, float]], limits) -> dict[int, object]:
-    """Subject matching (memory/subjects) of a standing candidate against the standing memories."""
-    from memory.subjects import Existing, judge
-
-    if inp.kind not in STANDING_KINDS or inp.scope != "user" or not similar:
-        return {}
-    existing = [Existing(id=m.id, content=m.content, kind=m.kind, slot_key=m.slot_key, full=sim)
-                for m, sim in similar if m.kind in STANDING_KINDS]
-    return {e.id: d for e, d in judge(active_embedder(), limits, content=inp.content, kind=inp.kind,
-                                      slot_key=inp.slot_key, existing=existing, subject=inp.subject)}
-
-
-def _other_attribute(decision) -> bool:
-    """The matcher saw another thing or another attribute (1号 vs 2号, 在… vs 有…, 面积 vs 位置): a
-    shared entity and a close embedding do not make such a pair the same subject."""
-    f = getattr(decision, "features", None)
-    return bool(f and (f.ident_conflict or f.pred_conflict or f.heads_differ))
 
 
 def _supersede_targets(inp: MemoryInput, similar: list[tuple[Memory, float]], sup_threshold: float,
@@ -227,7 +202,7 @@ def _supersede_targets(inp: MemoryInput, similar: list[tuple[Memory, float]], su
         elif decision is not None and decision.action == "supersede":
             targets[memory.id] = memory
         elif entity_ids and inp.kind in SINGLE_VALUED_KINDS and memory.kind == inp.kind and sim >= sup_threshold and \
-                not _other_attribute(decision) and \
+                not other_attribute(decision) and \
                 entity_ids & set(memory.entity_links.values_list("entity_id", flat=True)):
             targets[memory.id] = memory
     return list(targets.values())
@@ -258,7 +233,7 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
         if duplicate is not None:
             _touch_duplicate(duplicate[0], inp)
             return WriteOutcome("duplicate", duplicate[0], similarity=duplicate[1])
-        decisions = _subject_decisions(inp, similar, limits) if dedup else {}
+        decisions = subject_decisions(inp, similar, limits) if dedup else {}
         same_subject = [(m, decisions[m.id]) for m, _ in similar if m.id in decisions
                         and decisions[m.id].action == "duplicate" and m.kind == inp.kind]
         if same_subject and not inp.change:
@@ -282,7 +257,7 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
             Memory.objects.filter(id=old.id).update(status="superseded", superseded_by=memory, active_hash=None,
                                                     version=F("version") + 1, updated_at=timezone.now())
             superseded.append(old.id)
-        conflicts = _record_conflicts(memory, similar, decisions, set(superseded))
+        conflicts = conflicts_record(memory, similar, decisions, set(superseded))
         versions = dict(Memory.objects.filter(id__in=superseded).values_list("id", "version"))
         _enqueue_sync([(memory.id, memory.version)] + list(versions.items()), inp.org.id, inp.user_id)
         for old_id in superseded:
@@ -292,23 +267,6 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
     logger.info("memory written id=%s v=%s reason=%s superseded=%s conflicts=%s", memory.id, memory.version, reason,
                 superseded, conflicts)
     return WriteOutcome("superseded" if superseded else "added", memory, superseded=superseded, conflicts=conflicts)
-
-
-def _record_conflicts(memory: Memory, similar: list[tuple[Memory, float]], decisions: dict[int, object],
-                      superseded: set[int]) -> list[int]:
-    """The uncertain band: both stay active (the newer ranks first) and the pair is queued for an
-    operator (console, GET /api/v1/conflicts)."""
-    from memory.services.conflicts import conflict_record
-
-    out = []
-    for old, _ in similar:
-        decision = decisions.get(old.id)
-        if decision is None or decision.action != "conflict" or old.id in superseded:
-            continue
-        signals = decision.features.as_dict() if decision.features else {}
-        conflict_record(older=old, newer=memory, score=decision.score, signals=signals)
-        out.append(old.id)
-    return out
 
 
 def _create_row(inp: MemoryInput, digest: str, reason: str) -> Memory:
