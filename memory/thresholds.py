@@ -25,16 +25,16 @@ class Thresholds:
 
 DEFAULTS = {
     "use-multilingual-v3": Thresholds(duplicate=0.82, supersede=0.65, forget=0.82,
-                                      subject_same=0.32, subject_conflict=0.22, masked_lo=0.3, masked_hi=0.8,
+                                      subject_same=0.3, subject_conflict=0.15, masked_lo=0.3, masked_hi=0.9,
                                       subject_duplicate=0.75),
-    # English only (most Chinese becomes [UNK]), so the masked cosine says less and the bar is higher.
+    # English only (most Chinese becomes [UNK]), so its masked cosine says less.
     "st:all-MiniLM-L6-v2": Thresholds(duplicate=0.88, supersede=0.75, forget=0.88,
-                                      subject_same=0.66, subject_conflict=0.51, masked_lo=0.5, masked_hi=0.8,
+                                      subject_same=0.32, subject_conflict=0.32, masked_lo=0.3, masked_hi=0.8,
                                       subject_duplicate=0.7),
     # Composite similarity is USE alone where Chinese is involved, a USE/MiniLM mix otherwise.
     "use-multilingual-v3+st:all-MiniLM-L6-v2": Thresholds(duplicate=0.85, supersede=0.68, forget=0.85,
-                                                          subject_same=0.3, subject_conflict=0.2,
-                                                          masked_lo=0.3, masked_hi=0.8, subject_duplicate=0.75),
+                                                          subject_same=0.3, subject_conflict=0.15,
+                                                          masked_lo=0.3, masked_hi=1.0, subject_duplicate=0.75),
 }
 FALLBACK = Thresholds(duplicate=0.85, supersede=0.75, forget=0.85)
 

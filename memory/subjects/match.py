@@ -17,6 +17,7 @@ __all__ = ["Decision", "PairFeatures", "decide", "distinct", "pair_features", "s
 
 STANDING_KINDS = frozenset({"preference", "fact"})
 _SPECIFIC = frozenset({"loc", "have", "name"})
+_GENERIC_HEADS = frozenset({"@be", "@change", "@have"})
 
 WEIGHTS = {"head": 0.45, "lex": 0.2, "emb": 0.3, "old": 0.25, "cue": 0.05}
 
@@ -47,6 +48,10 @@ class Decision:
 
 
 def _char_related(a: str, b: str) -> bool:
+    """Chinese words segmented differently share characters ("维修师傅" / "师傅"); English words are
+    compared as stems only ("accountant" is not "account")."""
+    if a.isascii() or b.isascii():
+        return a == b
     return len(a) >= 2 and len(b) >= 2 and (a in b or b in a)
 
 
@@ -56,6 +61,8 @@ def _head_match(a: StatementParts, b: StatementParts) -> float:
     "农场面积是…" (head 面积) are about different attributes of the same farm."""
     for h in a.heads:
         for g in b.heads:
+            if h in _GENERIC_HEADS or g in _GENERIC_HEADS:
+                continue  # "I want X" / "I want Y": a bare copula or stance verb names no attribute
             if h == g or (not h.startswith("@") and not g.startswith("@") and _char_related(h, g)):
                 return 1.0
     return 0.0

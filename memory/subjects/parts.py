@@ -228,7 +228,10 @@ _EN_STOP = set("i me my mine we us our ours you your the a an this that these th
 _EN_PREP_STOP = set("for from with when while if because after before since until during per about than as at on to "
                     "in into of".split())
 _EN_NUMBERISH = re.compile(r"\d")
-_EN_COPULA = {"is", "are", "am", "was", "were", "be", "=", "as", "by"}
+# Copulas and stance verbs name no attribute ("I want X", "I prefer Y"); "I drive a Civic" does.
+_EN_STANCE = {"prefer", "prefers", "preferred", "like", "likes", "want", "wants", "need", "needs"}
+_EN_COPULA = {"is", "are", "am", "was", "were", "be", "=", "as", "by", "prefer", "prefers", "preferred", "like",
+              "likes", "want", "wants", "choose", "chose", "pick", "use", "uses", "using", "used", "via", "through"}
 _EN_CHANGE_VERBS = {"switched", "switch", "changed", "change", "moved", "move", "upgraded", "migrated", "replaced",
                     "set", "put"}
 
@@ -240,8 +243,17 @@ def _stemmer():
     return snowballstemmer.stemmer("english")
 
 
+_EN_AGENT = re.compile(r"(?:ant|ent|ist|ian|er|or|eer)$")
+
+
 def _en_canon(word: str) -> str:
-    stem = _stemmer().stemWord(word.lower().replace("’", "'"))
+    low = word.lower().replace("’", "'")
+    base = low[:-1] if low.endswith("s") and not low.endswith("ss") and len(low) > 3 else low
+    if _EN_AGENT.search(base):
+        # A person is not the activity: snowball turns "accountant" into "account", "manager"
+        # into "manag" (as "manages"); agent nouns are kept whole.
+        return V.EN_SYNONYMS.get(base, base)
+    stem = _stemmer().stemWord(low)
     return V.EN_SYNONYMS.get(stem, stem)
 
 
@@ -328,7 +340,11 @@ def _en_parse(text: str) -> StatementParts:
                 else:
                     value.append(word)
                 i += 1
-            if len(value) >= 2 and value[-1].isalpha() and value[-1].islower() and not strong:
+            stance = words[marker_at[0]].lower() in _EN_STANCE and not strong
+            if stance and len(value) >= 2 and value[0].isalpha() and value[0].islower():
+                # "I want invoices sent as PDF": what is wanted names the attribute.
+                nouns.append(_en_canon(value.pop(0)))
+            elif len(value) >= 2 and value[-1].isalpha() and value[-1].islower() and not strong:
                 # "prefer short answers": the last common noun names the attribute, the rest is the value.
                 nouns.append(_en_canon(value.pop()))
             if value:

@@ -47,9 +47,9 @@ _EN_SYNONYMS = [
     "price cost",
     "format layout",
     "style tone",
-    "mechan technician repairman",
-    "accountant bookkeep account",
-    "manag boss supervisor lead",
+    "mechanic mechan technician repairman",
+    "accountant bookkeeper",
+    "manager boss supervisor lead",
     "order sort",
     "drink",
 ]
@@ -95,7 +95,7 @@ for _words, _cls in (
      "chose|pick|want|wants|drink|drinks|eat|eats|drive|drives|runs on|run on|set to|is set to|by|as", BE),
     ("in|at|is in|are in|is at|located at|based at|live in|lives in|living in|located in|based in|moved to|move to|relocated to|live at|lives at", LOC),
     ("has|have|own|owns|keep|keeps", HAVE),
-    ("called|named|name is|go by", NAME),
+    ("called|named|name is|go by|is called|are called|is named", NAME),
     ("switched to|switch to|changed to|change to|changed it to|changed that to|moved over to|upgraded to|"
      "replaced with|replaced by|migrated to|became|become|switched|changed|upgraded|migrated|replaced|moved|move", CHANGE),
 ):
