@@ -129,3 +129,23 @@ def test_a_restatement_in_other_words_is_a_duplicate(org):
     first = _pref(org, "订酒店的话首选汉庭。")
     again = _pref(org, "出差订酒店优先选汉庭。")
     assert again.action == "duplicate" and again.memory.id == first.memory.id
+
+
+def test_unrelated_statements_never_share_a_subject(db):
+    # Held-out wording: 40 of the fault suite's unrelated facts, every ordered pair (1,560) judged.
+    import itertools
+
+    from memory.subjects import Existing, judge
+    from memory.thresholds import thresholds_for
+    from memory.vectors import active_embedder
+    from tests.faults.conftest import FACTS
+
+    embedder = active_embedder()
+    limits = thresholds_for(embedder.model_id)
+    wrong = []
+    for older, newer in itertools.permutations(FACTS[:40], 2):
+        [(_, decision)] = judge(embedder, limits, content=newer, kind="fact", slot_key=None,
+                                existing=[Existing(id=1, content=older, kind="fact", slot_key=None, full=0.5)])
+        if decision.action != "coexist":
+            wrong.append((older, newer, decision.action))
+    assert wrong == []
