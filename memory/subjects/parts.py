@@ -8,7 +8,7 @@ a clause without a marker holds subject words ("提醒方式改一下").
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 
 from memory.extraction.text import detect_lang, pos_cut
@@ -53,7 +53,7 @@ _ZH_NO_LONGER = re.compile(r"不[\u4e00-\u9fff].*了$")
 
 
 def _nominal(flag: str) -> bool:
-    return flag.startswith(_ZH_NOMINAL) and not flag.startswith("nrt") or flag in ("nrt",)
+    return flag.startswith(_ZH_NOMINAL)
 
 
 def _zh_canon(word: str) -> str:
@@ -117,7 +117,6 @@ def _zh_value_run(tokens: list[tuple[str, str]], start: int, pred: str) -> tuple
 
 def clause_flags(clause: list[tuple[str, str]], word: str) -> str:
     return next((f for w, f in reversed(clause) if w == word), "")
-
 
 def _zh_parse(text: str) -> StatementParts:
     tokens = pos_cut(text)
@@ -219,14 +218,7 @@ def _zh_parse(text: str) -> StatementParts:
 
 # ---------------------------------------------------------------------------- English
 _EN_TOKEN = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d[\w.:/-]*|[^\sA-Za-z\d]")
-_EN_STOP = set("i me my mine we us our ours you your the a an this that these those it its please from on now "
-               "always default currently just also really very so too then still all any some of for to and or "
-               "be been being do does did will would should could can may might must shall let let's i'm we're "
-               "i've we've i'd we'd going forward onward onwards here there what which who whom whose when "
-               "where how again ok okay well actually oh by the way btw remember note last next ago today yesterday user "
-               "tomorrow week month year day morning evening default".split())
-_EN_PREP_STOP = set("for from with when while if because after before since until during per about than as at on to "
-                    "in into of".split())
+_EN_STOP, _EN_PREP_STOP = V.EN_STOP, V.EN_PREP_STOP
 _EN_NUMBERISH = re.compile(r"\d")
 # Copulas and stance verbs name no attribute ("I want X", "I prefer Y"); "I drive a Civic" does.
 _EN_STANCE = {"prefer", "prefers", "preferred", "like", "likes", "want", "wants", "need", "needs"}

@@ -113,5 +113,15 @@ ZH_NEGATION = ("不要", "不用", "不再", "别", "停用", "取消", "不必"
 EN_NEGATION = ("not ", "no longer", "don't", "do not", "dont ", "stop ", "instead of", "never ", "no more", "left",
                "retired", "sold")
 
+# English words that are neither subject nor value (owners, articles, fillers, time words).
+EN_STOP = set("i me my mine we us our ours you your the a an this that these those it its please from on now "
+           "always default currently just also really very so too then still all any some of for to and or "
+           "be been being do does did will would should could can may might must shall let let's i'm we're "
+           "i've we've i'd we'd going forward onward onwards here there what which who whom whose when "
+           "where how again ok okay well actually oh by the way btw remember note last next ago today yesterday user "
+           "tomorrow week month year day morning evening default".split())
+EN_PREP_STOP = set("for from with when while if because after before since until during per about than as at on to "
+                   "in into of".split())
+
 ZH_PLACEHOLDER = "什么"
 EN_PLACEHOLDER = "something"
