@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory.api import views
+from memory.api import conflicts, views
 
 urlpatterns = [
     path("memories", views.MemoryListCreateApi.as_view(), name="memory-list"),
@@ -8,6 +8,8 @@ urlpatterns = [
     path("memories/<int:memory_id>/history", views.MemoryHistoryApi.as_view(), name="memory-history"),
     path("memories/<int:memory_id>/invalidate", views.MemoryInvalidateApi.as_view(), name="memory-invalidate"),
     path("recall", views.RecallApi.as_view(), name="recall"),
+    path("conflicts", conflicts.ConflictListApi.as_view(), name="conflict-list"),
+    path("conflicts/<int:conflict_id>/resolve", conflicts.ConflictResolveApi.as_view(), name="conflict-resolve"),
     path("forget/preview", views.ForgetPreviewApi.as_view(), name="forget-preview"),
     path("forget", views.ForgetApi.as_view(), name="forget"),
     path("forget/<int:request_id>", views.ForgetRequestDetailApi.as_view(), name="forget-detail"),

@@ -35,7 +35,9 @@ def recall_item_data(item, labels: dict[int, str], explain: bool) -> dict:
             "created_at": memory.created_at, "version": memory.version, "sources": item.sources,
             "entity_ids": [labels.get(e, str(e)) for e in item.entity_ids], "score": item.score}
     if explain:
-        data["score_parts"] = item.parts
+        data["score_parts"] = {k: v for k, v in item.parts.items() if k != "conflicts"}
+        if "conflicts" in item.parts:
+            data["conflicts"] = item.parts["conflicts"]  # open possible conflicts this item is part of
     return data
 
 

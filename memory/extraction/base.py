@@ -65,6 +65,9 @@ class Candidate:
     operation: str = "ADD"  # ADD | UPDATE | NOOP
     supersedes: list[int] = field(default_factory=list)  # short ids of existing memories replaced
     change: str | None = None  # None | "correction" | "migration" | "update"
+    # The attribute a standing statement is about ("维修师傅", "reminder channel"), when the extractor
+    # names it; the write path's subject matcher uses it instead of parsing the content's subject.
+    subject: str | None = None
 
 
 @dataclass

@@ -30,7 +30,7 @@ __all__ = ["LLMExtractor", "Prompt", "load_prompt"]
 logger = logging.getLogger(__name__)
 
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
-DEFAULT_PROMPT = "extract_v1"
+DEFAULT_PROMPT = "extract_v2"  # v2 asks for a `subject` per standing candidate
 # Context for the model, not material to extract from: a few turns are enough to resolve "它"
 # or "不对", more only costs tokens.
 MAX_RECENT_TURNS = 6

@@ -19,6 +19,7 @@ __all__ = ["InvalidOutput", "ParsedOutput", "parse_output"]
 MAX_MEMORIES = 20
 MAX_CONTENT_CHARS = 2000
 MAX_SLOT_CHARS = 200  # the slot_key column is 200 characters
+MAX_SUBJECT_CHARS = 100
 
 
 class InvalidOutput(ValueError):
@@ -90,6 +91,9 @@ def _candidate(item: Any, *, shown_ids: set[int], role: str, ref: datetime) -> C
     _require(isinstance(content, str) and 0 < len(content.strip()) <= MAX_CONTENT_CHARS, "content")
     _require(slot_key is None or (isinstance(slot_key, str) and len(slot_key) <= MAX_SLOT_CHARS), "slot_key")
 
+    subject = item.get("subject")
+    _require(subject is None or (isinstance(subject, str) and len(subject) <= MAX_SUBJECT_CHARS), "subject")
+
     supersedes = item.get("supersedes", [])
     _require(isinstance(supersedes, list) and all(_is_int(i) for i in supersedes), "supersedes_type")
     unknown = [i for i in supersedes if i not in shown_ids]
@@ -126,4 +130,6 @@ def _candidate(item: Any, *, shown_ids: set[int], role: str, ref: datetime) -> C
         operation=operation,
         supersedes=list(dict.fromkeys(supersedes)),
         change=change,
+        # Only standing statements have an attribute; anything else is matched on nothing.
+        subject=(subject.strip() or None) if isinstance(subject, str) and kind in ("preference", "fact") else None,
     )

@@ -42,6 +42,10 @@ _ANNOTATION = re.compile(r"\s*\[[^\[\]]{0,300}\]\s*$")
 _DEMONSTRATIVE = re.compile(r"^(?:这|那|它|他|她)|^(?:this|that|it|they|he|she|his|her|their)\b", re.I)
 
 
+# "现在/目前/now/currently": the clause states what holds from now on.
+_NOW = re.compile(r"现在|目前|如今|眼下|\bnow\b|\bcurrently\b", re.I)
+
+
 @dataclass
 class _Statement:
     """One classified sentence before it is checked against the existing memories."""
@@ -170,6 +174,9 @@ class RuleExtractor(Extractor):
             return [self._statement("preference", s, lex, at, times, change, old_values, explicit)]
         if (lex.is_request(s) or lex.proposal.search(s)) and change != "correction":
             return []
+        if self._states_attribute(s, lex):
+            # "我女儿的生日是5月14号": a date can be the value of a standing fact, not an event or a plan.
+            return [self._statement("fact", s, lex, at, times, change, old_values, explicit)]
         if future and not past and not first_person and change != "correction":
             # "下周二上午给2号收割机做保养" / "时间改到明天下午三点": arrangements of the task at hand.
             return [self._task(s, lex, at, explicit)]
@@ -177,6 +184,12 @@ class RuleExtractor(Extractor):
             return [self._statement("fact", s, lex, at, times, change, old_values, explicit)]
         if future and not past and first_person and not lex.opinion.search(s):
             return [self._event(s, lex, at, future[0], explicit, planned=True)]
+        if change != "correction" and len(re.split(r"[，,；;]", s)) > 1:
+            # "小马上个月离职了，嘉兴仓现在是郑丽在对接": what happened, then what holds now; the
+            # standing part is what later turns need, so the sentence is kept as that fact.
+            now_fact = self._clause_fact(s, lex, at, times, old_values, explicit, now_only=True)
+            if now_fact:
+                return now_fact
         if self._is_event(s, lex, times, first_person):
             when = next((t for t in past if t.grain in _PRECISE_GRAINS), past[0] if past else None)
             return [self._event(s, lex, at, when, explicit, change=change)]
@@ -185,6 +198,25 @@ class RuleExtractor(Extractor):
             if st.slot is None and not first_person:
                 return []  # a correction of something we cannot name is not storable on its own
             return [st]
+        return self._clause_fact(s, lex, at, times, old_values, explicit)
+
+    def _clause_fact(self, s: str, lex: Lexicon, at: datetime, times: list[TimeRef], old_values: list[str],
+                     explicit: bool, now_only: bool = False) -> list[_Statement]:
+        """"李明离职了，现在维修师傅是赵刚": the sentence as a whole is no fact, but one of its clauses
+        states one. The whole sentence is kept (it says what changed), keyed by that clause."""
+        clauses = [c.strip() for c in re.split(r"[，,；;]", s) if c.strip()]
+        if len(clauses) < 2:
+            return []
+        for clause in reversed(clauses):
+            if lex.is_question(clause) or lex.opinion.search(clause):
+                continue
+            if now_only and not _NOW.search(clause):
+                continue
+            slot = lex.slot(clause, "fact")
+            if slot is not None and slot.structural and not _DEMONSTRATIVE.match(clause):
+                content = lex.finish(rewrite_times(s, times, lex.lang))
+                return [_Statement(kind="fact", content=content, slot=slot, slot_key=slot.key("fact"),
+                                   change="update", old_values=old_values, explicit=explicit)]
         return []
 
     @staticmethod
@@ -212,6 +244,14 @@ class RuleExtractor(Extractor):
         # No usable date ("2号收割机的割台链条断了，已经报修"): something visibly happened to a
         # named thing or to us; it happened around the message time.
         return verb and done and subject
+
+    @staticmethod
+    def _states_attribute(s: str, lex: Lexicon) -> bool:
+        """The first clause names an attribute and its value ("X的Y是Z") and nothing happens in it."""
+        first = re.split(r"[，,；;]", s, maxsplit=1)[0]
+        slot = lex.slot(first, "fact")
+        return bool(slot and slot.structural and slot.attribute and slot.value) and not lex.event_verb.search(first) \
+            and not _DEMONSTRATIVE.match(first) and not lex.opinion.search(first)
 
     @staticmethod
     def _is_fact(s: str, lex: Lexicon, first_person: bool) -> bool:

@@ -50,8 +50,12 @@ _Y_NOT_X = re.compile(r"[，,]\s*(?:而)?(?:不是|并非|并不是)(?P<old>[^�
 _PREDICATE_START = re.compile(r"^(?:在|用|住|叫|有|位于)")
 
 
+# "…，我前天说岔了" / "…，是我记错了": the speaker's comment on the mistake, not part of the fact.
+_SELF_ERROR = re.compile(r"[，,]\s*(?:是|都是)?(?:我|我们)?[^，,]{0,6}?(?:说|记|写|讲|弄|搞|看)(?:错|岔|反|混)了?[^，,]{0,6}$")
+
+
 def _strip_correction(text: str) -> tuple[str, list[str]]:
-    s = text
+    s = _SELF_ERROR.sub("", text)
     while True:
         stripped = _CORRECTION_LEAD.sub("", s, count=1)
         if stripped == s:
@@ -110,7 +114,8 @@ ZH = Lexicon(
     is_request=_is_request,
     proposal=re.compile(r"吧[。！!～~]*$"),
     remember_lead=re.compile(r"^(?:请|你)?(?:帮我)?(?:记住|记一下|记下|记好了?)[，,：:\s]*"),
-    filler_lead=re.compile(r"^(?:对了|另外|还有|顺便说一下|顺便|嗯+|哦+|噢|好的|好|那个|说一下|补充一下|补充|说明一下|"
+    filler_lead=re.compile(r"^(?:跟你说一下|跟你讲一下|对了|另外|还有|顺便说一下|顺便|嗯+|哦+|噢|哎呀|哎|唉|诶|好的|好|那个|"
+                           r"说一下|补充一下|补充|说明一下|"
                            r"告诉你|跟你说|是这样的?)[，,：:\s]*"),
     chit_chat=re.compile(r"天气|下雨|下雪|刮风|气温|心情|吃饭|午饭|晚饭|早饭|早餐|午餐|晚餐|睡觉|周末愉快|闲聊|哈哈|呵呵|"
                          r"嘿嘿|无聊|开心|好累|累死|你好|谢谢|再见|早上好|晚上好"),
@@ -125,7 +130,7 @@ ZH = Lexicon(
     habit=re.compile(r"我(?:平时|平常|一般|通常|经常|常|习惯)(?:都)?(?:用|使用|写)|是我的(?:主力|常用|首选|最爱|最喜欢)|"
                      r"我的(?:主力|常用|首选)"),
     correction_lead=_CORRECTION_LEAD,
-    correction_any=re.compile(r"记错|弄错|搞错|说错|更正|纠正|[，,]\s*(?:而)?(?:不是|并非)[^，,。]+$|不是[^，,]+[，,]\s*(?:而是|是)"),
+    correction_any=re.compile(r"记错|弄错|搞错|说错|说岔|记岔|记混|搞混|更正|纠正|[，,]\s*(?:而)?(?:不是|并非)[^，,。]+$|不是[^，,]+[，,]\s*(?:而是|是)"),
     strip_correction=_strip_correction,
     subjectless=_subjectless,
     migration=re.compile(r"迁移到|迁移至|迁到|迁至|换成|换到|换用|改用|切换到|切换成|切到|转到|升级到|升级成|搬到|搬去|"

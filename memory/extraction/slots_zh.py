@@ -110,6 +110,33 @@ def _zh_value_attr(text: str) -> tuple[str, str] | None:
     return None
 
 
+# "现在维修师傅是赵刚" / "目前主力拖拉机是东方红": an attribute noun phrase, a copula, a value; only
+# with a "now" cue, because a bare "X是Y" about no one in particular is too often chatter.
+_ZH_NOW_COPULA = re.compile(r"^(?P<now>现在|目前|如今|眼下|当前|新的|新)?(?P<s>[^，,是]{1,10}?)(?:现在|目前|如今)?"
+                            r"(?:是|为|换成了?|改成了?)(?P<v>[^，,]{1,20})$")
+# Without a "now" cue only a value that is a name, a number, a date or a model makes "X是Y" a
+# fact ("女儿生日是5月18号", "负责人是老钱"); "问题是没时间" / "天空是蓝色的" stay chatter.
+_ZH_NAMED_VALUE = ("nr", "m", "eng", "nz", "ns", "nrt", "nrfg", "t")
+_ZH_NOMINAL_FLAGS = ("n", "vn", "nr", "nz", "ng", "j", "l")
+
+
+def _zh_now_copula(text: str) -> SlotParts | None:
+    m = _ZH_NOW_COPULA.match(text)
+    if not m:
+        return None
+    subject_tokens = [(w, f) for w, f in pos_cut(m.group("s")) if w.strip() and w not in _ZH_STOP]
+    if not subject_tokens or not all(f.startswith(_ZH_NOMINAL_FLAGS) or f in ("v", "t") for _, f in subject_tokens) \
+            or not any(f.startswith("n") for _, f in subject_tokens):
+        return None
+    if not m.group("now"):
+        value_tokens = [f for w, f in pos_cut(m.group("v")) if w.strip()]
+        if not value_tokens or not value_tokens[0].startswith(_ZH_NAMED_VALUE) or \
+                all(f.startswith("t") for _, f in subject_tokens):
+            return None
+    attr = _zh_attr(m.group("s"))
+    return SlotParts(_zh_owner(text) or "组织", attr, m.group("v").strip()) if attr else None
+
+
 def slot_zh(text: str, kind: str) -> SlotParts | None:
     text = text.strip()
     m = _ZH_REVERSED.match(text)
@@ -159,6 +186,10 @@ def slot_zh(text: str, kind: str) -> SlotParts | None:
         if subject:
             attr = "住址" if subject == "用户" or m.group("verb").startswith("住") else "位置"
             return SlotParts(subject, attr, m.group("v").strip())
+
+    now_copula = _zh_now_copula(text)
+    if now_copula is not None:
+        return now_copula
 
     found = _zh_value_attr(text)
     if found and not (found[0] == "时间范围" and kind in ("fact", "event")):  # a fact's "今年" is a date

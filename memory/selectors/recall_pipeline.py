@@ -367,7 +367,9 @@ def recall(q: RecallQuery) -> RecallResult:
     items = [RecallItem(memory=kept[memory_id].memory(), score=round(score, 4), parts=parts,
                         sources=sources[memory_id], entity_ids=links.get(memory_id, []))
              for memory_id, score, parts in chosen]
-    result.items = items
+    from memory.selectors.conflict_marks import conflicts_apply
+
+    result.items = items = conflicts_apply(items, org=q.org, user_id=q.user_id, explain=q.explain)
     result.timings_ms["back_check_rank"] = (time.perf_counter() - t0) * 1000
     if q.explain:
         result.stages.append({"stage": "dedup", "dropped": dedup_dropped})

@@ -108,6 +108,7 @@ def message_extract(message: Message, *, reextract: bool = False, episode_vector
             created_at=message.occurred_at, entity_ids=entity_ids, sources=[source], created_by="extractor",
             actor=result.produced_by, change=candidate.change,
             supersedes=[short_to_id[s] for s in candidate.supersedes if s in short_to_id], metadata=metadata,
+            subject=candidate.subject,
         )
         if candidate.operation == "NOOP":
             action = "restated" if memory_restated(inp) is not None else "noop"

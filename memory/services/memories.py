@@ -20,6 +20,8 @@ from memory.textnorm import content_hash
 from memory.thresholds import thresholds_for
 from conversations.textutil import cjk_ratio
 from memory.vectors import active_embedder, from_bytes, similarity, to_bytes
+from memory.services.subject_tier import STANDING_KINDS, conflicts_record, distinct_statements, other_attribute, \
+    subject_decisions
 from tenancy.db import retry_on_contention
 from tenancy.models import Org
 from tenancy.services import audit_record
@@ -58,6 +60,7 @@ class MemoryInput:
     actor: str = ""
     change: str | None = None  # correction | migration | update: replaces the same slot's older value
     supersedes: list[int] = field(default_factory=list)  # memory ids an LLM said this replaces
+    subject: str | None = None  # the attribute the statement is about, when the extractor names it
     metadata: dict = field(default_factory=dict)  # the client's key/value metadata, kept as given
 
 
@@ -67,6 +70,7 @@ class WriteOutcome:
     memory: Memory | None
     superseded: list[int] = field(default_factory=list)
     similarity: float | None = None
+    conflicts: list[int] = field(default_factory=list)  # older memories kept beside it as possible conflicts
 
 
 def _enqueue_sync(memory_ids_versions: list[tuple[int, int]], org_id: int, user_id: str) -> None:
@@ -130,7 +134,10 @@ def _forget_rule_verdict(inp: MemoryInput, matches: list[tuple]) -> tuple[bool, 
 def _similar_active(inp: MemoryInput, vector: np.ndarray, model_id: str) -> list[tuple[Memory, float]]:
     """Active memories of the same user, kind and scope, scored by cosine: every one with the same
     slot key plus the most recent SEMANTIC_DEDUP_WINDOW others (bounded work per write)."""
-    base = Memory.objects.filter(org=inp.org, user_id=inp.user_id, kind=inp.kind, scope=inp.scope, status="active")
+    # A standing statement is compared with every standing memory: "提醒我的时候用短信" (fact) and
+    # "以后都用微信提醒我" (preference) are about one subject.
+    kinds = sorted(STANDING_KINDS) if inp.kind in STANDING_KINDS and inp.scope == "user" else [inp.kind]
+    base = Memory.objects.filter(org=inp.org, user_id=inp.user_id, kind__in=kinds, scope=inp.scope, status="active")
     if inp.scope == "task":
         base = base.filter(conversation_id=inp.conversation_id)
     rows = {m.id: m for m in base.order_by("-id")[: settings.SEMANTIC_DEDUP_WINDOW]}
@@ -192,6 +199,10 @@ def _semantic_duplicate(inp: MemoryInput, similar: list[tuple[Memory, float]], t
     for memory, sim in similar:
         if sim < threshold:
             return None
+        if memory.kind != inp.kind:
+            continue
+        if inp.kind in STANDING_KINDS and distinct_statements(memory.content, inp.content):
+            continue  # another thing or another value: the subject tier decides
         same_slot = inp.slot_key and memory.slot_key == inp.slot_key and inp.kind in SINGLE_VALUED_KINDS
         if same_slot and (inp.change or sim < SAME_SLOT_DUPLICATE):
             continue
@@ -199,7 +210,8 @@ def _semantic_duplicate(inp: MemoryInput, similar: list[tuple[Memory, float]], t
     return None
 
 
-def _supersede_targets(inp: MemoryInput, similar: list[tuple[Memory, float]], sup_threshold: float) -> list[Memory]:
+def _supersede_targets(inp: MemoryInput, similar: list[tuple[Memory, float]], sup_threshold: float,
+                       decisions: dict[int, object]) -> list[Memory]:
     if inp.kind == "episode":
         return []
     targets = {m.id: m for m in Memory.objects.filter(id__in=inp.supersedes, org=inp.org, user_id=inp.user_id,
@@ -207,9 +219,13 @@ def _supersede_targets(inp: MemoryInput, similar: list[tuple[Memory, float]], su
     slot_replaces = inp.slot_key and (inp.kind in SINGLE_VALUED_KINDS or inp.change)
     entity_ids = set(inp.entity_ids)
     for memory, sim in similar:
-        if slot_replaces and memory.slot_key == inp.slot_key:
+        decision = decisions.get(memory.id)
+        if slot_replaces and memory.slot_key == inp.slot_key and memory.kind == inp.kind:
+            targets[memory.id] = memory  # the slot key stays the strongest evidence
+        elif decision is not None and decision.action == "supersede":
             targets[memory.id] = memory
-        elif entity_ids and inp.kind in SINGLE_VALUED_KINDS and sim >= sup_threshold and \
+        elif entity_ids and inp.kind in SINGLE_VALUED_KINDS and memory.kind == inp.kind and sim >= sup_threshold and \
+                not other_attribute(decision) and \
                 entity_ids & set(memory.entity_links.values_list("entity_id", flat=True)):
             targets[memory.id] = memory
     return list(targets.values())
@@ -242,7 +258,14 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
         if duplicate is not None:
             _touch_duplicate(duplicate[0], inp)
             return WriteOutcome("duplicate", duplicate[0], similarity=duplicate[1])
-        targets = _supersede_targets(inp, similar, limits.supersede) if dedup else []
+        decisions = subject_decisions(inp, similar, limits) if dedup else {}
+        same_subject = [(m, decisions[m.id]) for m, _ in similar if m.id in decisions
+                        and decisions[m.id].action == "duplicate" and m.kind == inp.kind]
+        if same_subject and not inp.change:
+            memory, decision = same_subject[0]
+            _touch_duplicate(memory, inp)
+            return WriteOutcome("duplicate", memory, similarity=decision.score)
+        targets = _supersede_targets(inp, similar, limits.supersede, decisions) if dedup else []
         reason = "CORRECT" if inp.change == "correction" else ("SUPERSEDE" if targets else "ADD")
         try:
             with transaction.atomic():
@@ -265,14 +288,16 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
             Memory.objects.filter(id=old.id).update(status="superseded", superseded_by=memory, active_hash=None,
                                                     version=F("version") + 1, updated_at=timezone.now())
             superseded.append(old.id)
+        conflicts = conflicts_record(memory, similar, decisions, set(superseded))
         versions = dict(Memory.objects.filter(id__in=superseded).values_list("id", "version"))
         _enqueue_sync([(memory.id, memory.version)] + list(versions.items()), inp.org.id, inp.user_id)
         for old_id in superseded:
             audit_record(org=inp.org, actor=inp.actor or inp.created_by, actor_kind="system" if inp.created_by == "extractor" else "api",
                          action="memory.supersede", target_type="memory", target_id=str(old_id),
                          detail={"superseded_by": memory.id})
-    logger.info("memory written id=%s v=%s reason=%s superseded=%s", memory.id, memory.version, reason, superseded)
-    return WriteOutcome("superseded" if superseded else "added", memory, superseded=superseded)
+    logger.info("memory written id=%s v=%s reason=%s superseded=%s conflicts=%s", memory.id, memory.version, reason,
+                superseded, conflicts)
+    return WriteOutcome("superseded" if superseded else "added", memory, superseded=superseded, conflicts=conflicts)
 
 
 def _create_row(inp: MemoryInput, digest: str, reason: str) -> Memory:

@@ -75,7 +75,7 @@ def test_llm_faults_fall_back_to_rules_and_lose_no_message(org, own_index, setti
                         {"role": "user", "content": "I am allergic to penicillin"})
         assert response.status_code == 201
         control = standing_from(response.json()["id"]).get()
-        assert control.versions.get().actor.startswith("llm:stub-model:")  # e.g. llm:stub-model:extract_v1
+        assert control.versions.get().actor.startswith("llm:stub-model:")  # e.g. llm:stub-model:extract_v2
 
         for mode, program in MODES.items():
             asked_before = len(stub.requests)

@@ -22,8 +22,10 @@ def write(org, content, **extra):
 
 
 def set_thresholds(settings, **values):
+    # The subject tier (memory/subjects, tested in test_subject_supersede.py) is switched off so
+    # each embedding tier is seen alone at its edge.
     model_id = active_embedder().model_id
-    settings.MEMORY_THRESHOLDS = {model_id: values}
+    settings.MEMORY_THRESHOLDS = {model_id: {"subject_same": 9.0, "subject_conflict": 9.0, **values}}
 
 
 def test_exact_tier_ignores_case_width_space_and_final_punctuation(org):
@@ -60,7 +62,8 @@ def test_supersede_edge_needs_the_same_subject(org, settings):
     first = write(org, a, entity_ids=[tractor.id])
     outcome = write(org, b, entity_ids=[tractor.id])
     assert outcome.action == "superseded" and outcome.superseded == [first.memory.id]
-    # the same similarity without a shared subject never supersedes (never a global search)
+    # the same similarity without a shared entity never supersedes on similarity alone (never a
+    # global search); the subject tier, switched off here, is what recognises the same attribute
     Memory.objects.all().delete()
     write(org, a)
     assert write(org, b).action == "added"

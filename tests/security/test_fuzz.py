@@ -245,7 +245,7 @@ def _operations(which):
 def _concrete_path(operation, seeded) -> str:
     values = {"conversation_id": seeded["conversation_id"], "message_id": seeded["message_id"],
               "memory_id": seeded["memory_ids"][0], "request_id": seeded["request_id"], "key": seeded["task_key"],
-              "type": seeded["entity"][0], "external_id": seeded["entity"][1]}
+              "type": seeded["entity"][0], "external_id": seeded["entity"][1], "conflict_id": seeded.get("conflict_id", 1)}
     return operation.path.format(**values)
 
 

@@ -52,7 +52,7 @@ def test_valid_add_is_mapped_and_request_follows_the_protocol(stub):
 
     result = extractor.extract(user_input(existing=()))
 
-    assert result.produced_by == "llm:stub-model:extract_v1"
+    assert result.produced_by == "llm:stub-model:extract_v2"
     assert not result.do_not_remember
     [c] = result.candidates
     assert (c.operation, c.kind, c.assertion, c.scope) == ("ADD", "fact", "user_stated", "user")
@@ -66,7 +66,7 @@ def test_valid_add_is_mapped_and_request_follows_the_protocol(stub):
     assert req.body["temperature"] == 0
     assert req.body["response_format"] == {"type": "json_object"}
     # The system prompt is the versioned prompt file, verbatim.
-    assert req.messages[0] == {"role": "system", "content": (PROMPTS_DIR / "extract_v1.md").read_text(encoding="utf-8")}
+    assert req.messages[0] == {"role": "system", "content": (PROMPTS_DIR / "extract_v2.md").read_text(encoding="utf-8")}
     payload = req.user_payload
     assert payload["message"] == {"role": "user", "content": CORRECTION, "time": AT.isoformat(), "weekday": "Thursday"}
     assert payload["recent"][0] == {"role": "user", "content": "我们农场在黑龙江佳木斯。"}
@@ -226,7 +226,7 @@ def test_transport_error_is_retried_once(stub):
 
     result = make(stub).extract(user_input(existing=()))
 
-    assert result.produced_by == "llm:stub-model:extract_v1"
+    assert result.produced_by == "llm:stub-model:extract_v2"
     assert len(stub.requests) == 2
 
 
@@ -247,8 +247,8 @@ def test_unreachable_endpoint_falls_back(caplog):
 
 def test_prompt_file_is_versioned_and_asks_for_reasoning_first():
     prompt = load_prompt()
-    assert prompt.version == "extract_v1"
-    assert prompt.text == (PROMPTS_DIR / "extract_v1.md").read_text(encoding="utf-8")
+    assert prompt.version == "extract_v2"
+    assert prompt.text == (PROMPTS_DIR / "extract_v2.md").read_text(encoding="utf-8")
     schema_line = next(line for line in prompt.text.splitlines() if line.startswith('{"reasoning"'))
     parsed = json.loads(schema_line)
     assert list(parsed)[0] == "reasoning"
@@ -267,4 +267,4 @@ def test_get_extractor_follows_settings(settings, stub):
     extractor = get_extractor()
     assert isinstance(extractor, LLMExtractor)
     assert (extractor.base_url, extractor.model, extractor.timeout) == (stub.base_url, "configured-model", 3.0)
-    assert extractor.produced_by == "llm:configured-model:extract_v1"
+    assert extractor.produced_by == "llm:configured-model:extract_v2"

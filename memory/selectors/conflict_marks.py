@@ -1,0 +1,30 @@
+"""Recall and open possible conflicts: when both memories of an open conflict are recalled, the
+newer ranks first, and `explain` marks each with the pair (DESIGN §5: both kept, the newer first)."""
+from __future__ import annotations
+
+from memory.models import MemoryConflict
+
+
+def conflicts_apply(items: list, *, org, user_id: str, explain: bool) -> list:
+    ids = [item.memory.id for item in items if item.memory.kind in ("preference", "fact")]
+    if len(ids) < 1:
+        return items
+    pairs = list(MemoryConflict.objects.filter(org=org, user_id=user_id, status="open", older_id__in=ids)
+                 .values_list("id", "older_id", "newer_id"))
+    pairs += list(MemoryConflict.objects.filter(org=org, user_id=user_id, status="open", newer_id__in=ids)
+                  .exclude(older_id__in=ids).values_list("id", "older_id", "newer_id"))
+    if not pairs:
+        return items
+    order = [item.memory.id for item in items]
+    for conflict_id, older, newer in pairs:
+        if explain:
+            for item in items:
+                if item.memory.id in (older, newer):
+                    role = "older" if item.memory.id == older else "newer"
+                    item.parts.setdefault("conflicts", []).append(
+                        {"id": conflict_id, "role": role, "with": newer if role == "older" else older})
+        if older in order and newer in order and order.index(older) < order.index(newer):
+            order.remove(newer)
+            order.insert(order.index(older), newer)
+    by_id = {item.memory.id: item for item in items}
+    return [by_id[i] for i in order]

@@ -1,0 +1,52 @@
+"""The subject tier of the write path (DESIGN §5, memory/subjects): which standing memories a new
+standing candidate duplicates, supersedes or may conflict with. Called inside memory_write's
+transaction, with the user's write lock held."""
+from __future__ import annotations
+
+from memory.models import Memory
+from memory.vectors import active_embedder
+
+STANDING_KINDS = {"preference", "fact"}
+
+
+def distinct_statements(older: str, newer: str) -> bool:
+    from memory.subjects.match import distinct
+    from memory.subjects.parts import parse
+
+    return distinct(parse(older), parse(newer))
+
+
+def subject_decisions(inp, similar: list[tuple[Memory, float]], limits) -> dict[int, object]:
+    """Subject matching (memory/subjects) of a standing candidate against the standing memories."""
+    from memory.subjects import Existing, judge
+
+    if inp.kind not in STANDING_KINDS or inp.scope != "user" or not similar:
+        return {}
+    existing = [Existing(id=m.id, content=m.content, kind=m.kind, slot_key=m.slot_key, full=sim)
+                for m, sim in similar if m.kind in STANDING_KINDS]
+    return {e.id: d for e, d in judge(active_embedder(), limits, content=inp.content, kind=inp.kind,
+                                      slot_key=inp.slot_key, existing=existing, subject=inp.subject)}
+
+
+def other_attribute(decision) -> bool:
+    """The matcher saw another thing or another attribute (1号 vs 2号, 在… vs 有…, 面积 vs 位置): a
+    shared entity and a close embedding do not make such a pair the same subject."""
+    f = getattr(decision, "features", None)
+    return bool(f and (f.ident_conflict or f.pred_conflict or f.heads_differ))
+
+
+def conflicts_record(memory: Memory, similar: list[tuple[Memory, float]], decisions: dict[int, object],
+                     superseded: set[int]) -> list[int]:
+    """The uncertain band: both stay active (the newer ranks first) and the pair is queued for an
+    operator (console, GET /api/v1/conflicts)."""
+    from memory.services.conflicts import conflict_record
+
+    out = []
+    for old, _ in similar:
+        decision = decisions.get(old.id)
+        if decision is None or decision.action != "conflict" or old.id in superseded:
+            continue
+        signals = decision.features.as_dict() if decision.features else {}
+        conflict_record(older=old, newer=memory, score=decision.score, signals=signals)
+        out.append(old.id)
+    return out

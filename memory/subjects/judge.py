@@ -1,0 +1,99 @@
+"""Judge one new standing statement against the user's standing memories (write path and
+`bench.pairs` share this, so the figures in docs/evaluation.md are the write path's)."""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from memory.subjects.match import STANDING_KINDS, Decision, decide, pair_features, subject_score
+from memory.subjects.parts import parse
+
+__all__ = ["Existing", "judge", "masked_similarity"]
+
+# Pairs whose subject score cannot reach the conflict band even with a perfect masked cosine are
+# decided without embedding anything; of the rest, only the closest few are embedded.
+MAX_EMBEDDED = 8
+_CACHE_SIZE = 4096
+_cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Existing:
+    id: int
+    content: str
+    kind: str
+    slot_key: str | None
+    full: float  # cosine of the contents as written, from the stored vectors
+
+
+def _masked_vectors(embedder, texts: list[str]) -> list[np.ndarray]:
+    model = embedder.model_id
+    out: dict[str, np.ndarray] = {}
+    with _cache_lock:
+        for t in texts:
+            if (model, t) in _cache:
+                _cache.move_to_end((model, t))
+                out[t] = _cache[(model, t)]
+    todo = list(dict.fromkeys(t for t in texts if t not in out))
+    if todo:
+        encoded = embedder.encode(todo)
+        with _cache_lock:
+            for t, v in zip(todo, encoded):
+                out[t] = v
+                _cache[(model, t)] = v
+            while len(_cache) > _CACHE_SIZE:
+                _cache.popitem(last=False)
+    return [out[t] for t in texts]
+
+
+def masked_similarity(embedder, a: str, others: list[str]) -> list[float]:
+    from conversations.textutil import cjk_ratio
+    from memory.vectors import similarity
+
+    if not others:
+        return []
+    vectors = _masked_vectors(embedder, [a] + others)
+    cjk_a = cjk_ratio(a) >= 0.3
+    sims = []
+    for text, vec in zip(others, vectors[1:]):
+        cjk = cjk_a or cjk_ratio(text) >= 0.3
+        sims.append(float(similarity(embedder, vectors[0], vec, cjk=cjk)[0]))
+    return sims
+
+
+def judge(embedder, limits, *, content: str, kind: str, slot_key: str | None, existing: list[Existing],
+          subject: str | None = None) -> list[tuple[Existing, Decision]]:
+    """A decision for every existing standing memory (coexist for most)."""
+    if kind not in STANDING_KINDS:
+        return [(e, Decision("coexist", 0.0)) for e in existing]
+    newer = parse(content, subject)
+    bounds = dict(masked_lo=limits.masked_lo, masked_hi=limits.masked_hi)
+    pending: list[tuple[Existing, object]] = []
+    out: list[tuple[Existing, Decision]] = []
+    for e in existing:
+        if e.kind not in STANDING_KINDS:
+            out.append((e, Decision("coexist", 0.0)))
+            continue
+        older = parse(e.content)
+        f = pair_features(older, newer, masked=limits.masked_hi, full=e.full,
+                          slot_equal=bool(slot_key and e.slot_key == slot_key))
+        if subject_score(f, **bounds) < limits.subject_conflict:
+            out.append((e, Decision("coexist", subject_score(f, **bounds), f)))
+        else:
+            pending.append((e, (older, f)))
+    pending.sort(key=lambda p: -p[0].full)
+    embed_now, rest = pending[:MAX_EMBEDDED], pending[MAX_EMBEDDED:]
+    sims = masked_similarity(embedder, newer.masked, [older.masked for _, (older, _) in embed_now])
+    for (e, (older, f)), sim in zip(embed_now, sims):
+        f = replace(f, masked=sim)
+        out.append((e, decide(f, same=limits.subject_same, conflict=limits.subject_conflict, duplicate=limits.subject_duplicate,
+                              kinds=(e.kind, kind), **bounds)))
+    for e, (older, f) in rest:
+        f = replace(f, masked=limits.masked_lo)
+        out.append((e, decide(f, same=limits.subject_same, conflict=limits.subject_conflict, duplicate=limits.subject_duplicate,
+                              kinds=(e.kind, kind), **bounds)))
+    return out

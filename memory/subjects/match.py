@@ -1,0 +1,139 @@
+"""Score two statements on their subject and decide what the newer does to the older.
+
+Signals, strongest first: the same slot key; an identifier or a marker class that differs (1号 vs
+2号 收割机, 农场在… vs 农场有…) rules a pair out; the attribute heads and subject words (with the
+synonym table); the cosine of the two statements with their values masked (catches wording the
+table lacks); the newer naming the older's value as gone ("李明离职了"); a change cue. Weights and
+thresholds are per embedding model (memory/thresholds.py), tuned on the pair set's tuning half
+(evaluation/pairs/, `python -m bench.pairs --tune`).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from memory.subjects.parts import StatementParts
+
+__all__ = ["Decision", "PairFeatures", "decide", "distinct", "pair_features", "subject_score"]
+
+STANDING_KINDS = frozenset({"preference", "fact"})
+_SPECIFIC = frozenset({"loc", "have", "name"})
+_GENERIC_HEADS = frozenset({"@be", "@change", "@have"})
+
+WEIGHTS = {"head": 0.45, "lex": 0.2, "emb": 0.3, "old": 0.25, "cue": 0.05}
+
+
+@dataclass(frozen=True)
+class PairFeatures:
+    slot_equal: bool
+    ident_conflict: bool
+    pred_conflict: bool
+    head: float  # 1 when the attributes' heads match
+    lex: float  # weighted overlap of subject words
+    masked: float  # cosine of the value-masked statements
+    full: float  # cosine of the statements as written
+    value_same: bool
+    old_named: bool  # the newer says the older's value no longer holds
+    cue: bool
+    heads_differ: bool = False  # both name an attribute, and not the same one
+
+    def as_dict(self) -> dict:
+        return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str  # duplicate | supersede | conflict | coexist
+    score: float
+    features: PairFeatures | None = None
+
+
+def _char_related(a: str, b: str) -> bool:
+    """Chinese words segmented differently share characters ("维修师傅" / "师傅"); English words are
+    compared as stems only ("accountant" is not "account")."""
+    if a.isascii() or b.isascii():
+        return a == b
+    return len(a) >= 2 and len(b) >= 2 and (a in b or b in a)
+
+
+def _head_match(a: StatementParts, b: StatementParts) -> float:
+    """1 when the attributes' heads match (synonyms are already folded; "维修师傅"/"师傅" match on
+    characters). A head is matched against the other's heads only: "农场在…" (head 农场) and
+    "农场面积是…" (head 面积) are about different attributes of the same farm."""
+    for h in a.heads:
+        for g in b.heads:
+            if h in _GENERIC_HEADS or g in _GENERIC_HEADS:
+                continue  # "I want X" / "I want Y": a bare copula or stance verb names no attribute
+            if h == g or (not h.startswith("@") and not g.startswith("@") and _char_related(h, g)):
+                return 1.0
+    return 0.0
+
+
+def _lex(a: StatementParts, b: StatementParts) -> float:
+    def weight(t: str, parts: StatementParts) -> float:
+        return 0.3 if t in parts.weak else 1.0
+
+    sa, sb = set(a.terms), set(b.terms)
+    if not sa and not sb:
+        return 0.0
+    inter = sum(weight(t, a) for t in sa & sb)
+    # Words segmented differently ("保养提醒" / "保养 提醒") still count, at half weight.
+    inter += 0.5 * sum(weight(t, a) for t in sa - sb if any(_char_related(t, u) for u in sb - sa))
+    union = sum(weight(t, a) for t in sa | sb)
+    return min(1.0, inter / union) if union else 0.0
+
+
+def distinct(older: StatementParts, newer: StatementParts) -> bool:
+    """Two statements that name different things, or give one attribute different values, are never
+    the same memory, however close their embeddings (1号/2号收割机的保养周期 score above 0.85)."""
+    if older.idents and newer.idents and not (older.idents & newer.idents):
+        return True
+    if older.values and newer.values and _head_match(older, newer):
+        # The same attribute with another value is an update, which the subject tier decides.
+        return not any(v == w or _char_related(v, w) for v in older.values for w in newer.values)
+    return False
+
+
+def pair_features(older: StatementParts, newer: StatementParts, *, masked: float, full: float,
+                  slot_equal: bool = False) -> PairFeatures:
+    ident_conflict = bool(older.idents and newer.idents and not (older.idents & newer.idents))
+    spec_o, spec_n = older.preds & _SPECIFIC, newer.preds & _SPECIFIC
+    pred_conflict = bool(spec_o and spec_n and not (spec_o & spec_n))
+    value_same = any(v == w or _char_related(v, w) for v in older.values for w in newer.values) \
+        and not (set(older.values) & set(newer.old_values))
+    old_named = bool(set(older.values) & set(newer.old_values)) or any(
+        len(v) >= 2 and any(v in o or o in v for o in newer.old_values) for v in older.values)
+    head = _head_match(older, newer)
+    named = lambda p: any(not h.startswith("@") for h in p.heads)  # noqa: E731
+    return PairFeatures(slot_equal=slot_equal, ident_conflict=ident_conflict, pred_conflict=pred_conflict,
+                        heads_differ=not head and named(older) and named(newer), head=head, lex=_lex(older, newer), masked=float(masked), full=float(full),
+                        value_same=value_same, old_named=old_named, cue=newer.cue)
+
+
+def subject_score(f: PairFeatures, *, masked_lo: float, masked_hi: float) -> float:
+    if f.slot_equal:
+        return 1.0
+    if f.ident_conflict or f.pred_conflict:
+        return 0.0
+    emb = min(1.0, max(0.0, (f.masked - masked_lo) / max(1e-6, masked_hi - masked_lo)))
+    score = (WEIGHTS["head"] * f.head + WEIGHTS["lex"] * f.lex + WEIGHTS["emb"] * emb
+             + WEIGHTS["old"] * f.old_named + WEIGHTS["cue"] * f.cue)
+    # Two named attributes that differ (农场在… / 农场的面积…): the rest of the evidence counts half.
+    return score * 0.5 if f.heads_differ and not f.old_named else score
+
+
+def decide(f: PairFeatures, *, same: float, conflict: float, masked_lo: float, masked_hi: float,
+           duplicate: float, kinds: tuple[str, str] = ("fact", "fact")) -> Decision:
+    """What the newer statement does to the older one. Events (and anything not standing) never
+    replace anything; a pair on the same subject is a duplicate when it states the same value."""
+    if not all(k in STANDING_KINDS for k in kinds):
+        return Decision("coexist", 0.0, f)
+    score = subject_score(f, masked_lo=masked_lo, masked_hi=masked_hi)
+    if score >= same:
+        if f.value_same and not f.old_named:
+            return Decision("duplicate", score, f)
+        if f.full >= duplicate and not f.cue and not f.old_named and not f.ident_conflict:
+            return Decision("duplicate", score, f)
+        return Decision("supersede", score, f)
+    if score >= conflict:
+        return Decision("conflict", score, f)
+    return Decision("coexist", score, f)
