@@ -37,12 +37,12 @@ def acting_user_from(request) -> str | None:
 
 
 class ApiKeyAuthentication(BaseAuthentication):
-    keyword = b"bearer"
+    keywords: tuple[bytes, ...] = (b"bearer",)  # Authorization schemes that carry the key
 
     def authenticate(self, request):
         auth = get_authorization_header(request).split()
         raw = None
-        if auth and auth[0].lower() == self.keyword and len(auth) == 2:
+        if auth and auth[0].lower() in self.keywords and len(auth) == 2:
             raw = auth[1].decode(errors="replace")
         elif request.META.get("HTTP_X_API_KEY"):
             raw = request.META["HTTP_X_API_KEY"]

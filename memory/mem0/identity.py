@@ -7,12 +7,10 @@ header, so a key without that scope that names one gets 403. X-Memory-User still
 key and, when sent, pins the user: a body naming someone else is refused.
 """
 from rest_framework import exceptions, status
-from rest_framework.authentication import get_authorization_header
 from rest_framework.permissions import BasePermission
 
-from tenancy.authentication import USER_ID_RE, ApiKeyAuthentication, ApiPrincipal, acting_user_from
+from tenancy.authentication import USER_ID_RE, ApiKeyAuthentication, ApiPrincipal
 from tenancy.models import SCOPE_MEM0_COMPAT
-from tenancy.services import api_key_verify
 
 
 class Mem0BadRequest(exceptions.APIException):
@@ -28,18 +26,7 @@ class Mem0NotSupported(exceptions.APIException):
 class Mem0TokenAuthentication(ApiKeyAuthentication):
     """`Authorization: Token <key>` as the Mem0 client sends it; Bearer and X-API-Key work too."""
 
-    def authenticate(self, request):
-        auth = get_authorization_header(request).split()
-        if auth and auth[0].lower() in (b"token", b"bearer") and len(auth) == 2:
-            raw = auth[1].decode(errors="replace")
-        elif request.META.get("HTTP_X_API_KEY"):
-            raw = request.META["HTTP_X_API_KEY"]
-        else:
-            return None
-        key = api_key_verify(raw_key=raw)
-        if key is None:
-            raise exceptions.AuthenticationFailed("Invalid or revoked API key.")
-        return ApiPrincipal(org=key.org, api_key=key, user_id=acting_user_from(request)), key
+    keywords = (b"token", b"bearer")
 
     def authenticate_header(self, request) -> str:
         return 'Token realm="memory"'
