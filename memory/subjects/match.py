@@ -35,6 +35,7 @@ class PairFeatures:
     old_named: bool  # the newer says the older's value no longer holds
     cue: bool
     heads_differ: bool = False  # both name an attribute, and not the same one
+    value_differs: bool = False  # both give a value, and no value of one is related to the other's
 
     def as_dict(self) -> dict:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in asdict(self).items()}
@@ -98,15 +99,16 @@ def pair_features(older: StatementParts, newer: StatementParts, *, masked: float
     ident_conflict = bool(older.idents and newer.idents and not (older.idents & newer.idents))
     spec_o, spec_n = older.preds & _SPECIFIC, newer.preds & _SPECIFIC
     pred_conflict = bool(spec_o and spec_n and not (spec_o & spec_n))
-    value_same = any(v == w or _char_related(v, w) for v in older.values for w in newer.values) \
-        and not (set(older.values) & set(newer.old_values))
+    related = any(v == w or _char_related(v, w) for v in older.values for w in newer.values)
+    value_same = related and not (set(older.values) & set(newer.old_values))
+    value_differs = bool(older.values and newer.values) and not related
     old_named = bool(set(older.values) & set(newer.old_values)) or any(
         len(v) >= 2 and any(v in o or o in v for o in newer.old_values) for v in older.values)
     head = _head_match(older, newer)
     named = lambda p: any(not h.startswith("@") for h in p.heads)  # noqa: E731
     return PairFeatures(slot_equal=slot_equal, ident_conflict=ident_conflict, pred_conflict=pred_conflict,
                         heads_differ=not head and named(older) and named(newer), head=head, lex=_lex(older, newer), masked=float(masked), full=float(full),
-                        value_same=value_same, old_named=old_named, cue=newer.cue)
+                        value_same=value_same, value_differs=value_differs, old_named=old_named, cue=newer.cue)
 
 
 def subject_score(f: PairFeatures, *, masked_lo: float, masked_hi: float) -> float:
@@ -131,7 +133,10 @@ def decide(f: PairFeatures, *, same: float, conflict: float, masked_lo: float, m
     if score >= same:
         if f.value_same and not f.old_named:
             return Decision("duplicate", score, f)
-        if f.full >= duplicate and not f.cue and not f.old_named and not f.ident_conflict:
+        # A close embedding alone makes a paraphrase a duplicate only when the values could not be
+        # told apart: the embedding scores 佳木斯 / 齐齐哈尔 above 0.9, so two different values of one
+        # attribute are an update, never a duplicate.
+        if f.full >= duplicate and not f.cue and not f.old_named and not f.ident_conflict and not f.value_differs:
             return Decision("duplicate", score, f)
         return Decision("supersede", score, f)
     if score >= conflict:

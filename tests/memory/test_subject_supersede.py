@@ -149,3 +149,15 @@ def test_unrelated_statements_never_share_a_subject(db):
         if decision.action != "coexist":
             wrong.append((older, newer, decision.action))
     assert wrong == []
+
+
+@pytest.mark.parametrize("older, newer, slot_key", [
+    ("我们农场在黑龙江佳木斯", "我们农场在黑龙江齐齐哈尔", None),  # cosine above 0.9, no change cue
+    ("维保计划默认看未来两周", "维保计划默认看未来一个月", "pref:维保计划.时间范围"),
+])
+def test_another_value_of_one_attribute_is_an_update_never_a_duplicate(org, older, newer, slot_key):
+    """The embedding cannot tell two values of one attribute apart; the parsed values can."""
+    first = memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content=older, slot_key=slot_key))
+    second = memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content=newer, slot_key=slot_key))
+    assert (first.action, second.action) == ("added", "superseded")
+    assert Memory.objects.get(id=first.memory.id).superseded_by_id == second.memory.id
