@@ -225,11 +225,11 @@ RECALL_WEIGHTS = env.json("RECALL_WEIGHTS", default={
 RECALL_LONG_QUERY_CHARS = env.int("RECALL_LONG_QUERY_CHARS", default=240)
 RECALL_FOCUS_MIN_CHARS = env.int("RECALL_FOCUS_MIN_CHARS", default=40)
 RECALL_LONG_QUERY = env.json("RECALL_LONG_QUERY", default={
-    "focus_weight": 0.6, "keyword_scale_zh": 1.0, "keyword_scale_en": 1.0, "keyword_whole": False,
+    "focus_weight": 0.8, "keyword_scale_zh": 0.5, "keyword_scale_en": 1.0, "keyword_whole": False,
 })
 # Second look (memory/second_look.py): the top `seeds` hits seed one more vector and keyword
 # search; every candidate gains `weight` x its relevance to them. weight 0 turns it off.
-RECALL_SECOND_LOOK = env.json("RECALL_SECOND_LOOK", default={"seeds": 3, "weight": 0.0})
+RECALL_SECOND_LOOK = env.json("RECALL_SECOND_LOOK", default={"seeds": 2, "weight": 0.4})
 ACCESS_STATS_FLUSH_SECONDS = env.float("ACCESS_STATS_FLUSH_SECONDS", default=5.0)
 # Short turns and memories: weak length normalisation and early term saturation (LoCoMo-tuned, docs/evaluation.md).
 KEYWORD_BM25_K1 = env.float("KEYWORD_BM25_K1", default=0.9)

@@ -25,7 +25,7 @@ def enabled(query: str) -> bool:
 def second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword_raw, score_round):
     """Re-rank `ranked` with the second round; `kept`/`sources`/`links` grow in place.
     `score_round(kept)` re-runs the first round's scoring over the (grown) candidate set."""
-    from memory.selectors.recall_pipeline import _back_check, _minmax, _semantic_candidates, _weights
+    from memory.selectors.recall_pipeline import _back_check, _is_cjk, _minmax, _semantic_candidates, _weights
 
     config = settings.RECALL_SECOND_LOOK
     seeds = [memory_id for memory_id, _, _ in ranked[:config["seeds"]]]
@@ -50,10 +50,13 @@ def second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword
     if not ids:
         return ranked
     stored = np.vstack([from_bytes(kept[m].vector) for m in ids])
-    cjk = config.get("cjk", False)
+    # The read path's rule: the multilingual half alone whenever Chinese is on either side.
     share = settings.RECALL_WEIGHTS["multilingual_share_en"]
-    cosine = similarity(vectors.embedder, centroid, stored, cjk=cjk, first_weight=share)
-    semantic2 = _minmax({m: float(cosine[i]) for i, m in enumerate(ids)})
+    mixed = similarity(vectors.embedder, centroid, stored, cjk=False, first_weight=share)
+    multilingual = similarity(vectors.embedder, centroid, stored, cjk=True)
+    query_cjk = _is_cjk(q.query)
+    semantic2 = _minmax({m: float(multilingual[i] if query_cjk or _is_cjk(kept[m].content) else mixed[i])
+                         for i, m in enumerate(ids)})
     top2 = max((keyword2.get(m, 0.0) for m in kept), default=0.0)
     w_sem, w_kw = _weights(q.query)
     weight = config["weight"]
