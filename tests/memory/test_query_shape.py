@@ -56,3 +56,22 @@ def test_dense_baseline_ranks_by_cosine_only(tmp_path):
     report = json.loads(out.read_text())
     assert report["baseline"] == "dense"
     assert [p["passed"] for p in report["cases"][0]["probes"]] == [True, False]  # p2 expects the wrong label
+
+
+def test_second_look_raises_what_the_top_hits_are_about(api, settings):
+    # The question names Caroline's plan; the memory that says where the plan stands does not
+    # name the plan's words, only what the top hit is about (the adoption agency).
+    remember(api, "Caroline plans to adopt a child through the Sunrise adoption agency")
+    remember(api, "The Sunrise agency called Caroline back about the home visit next month")
+    for text in ["Melanie paints sunsets at the lake", "Melanie's son plays soccer on Saturdays",
+                 "Caroline went hiking with friends last week", "The weather was cold in March"]:
+        remember(api, text)
+    settings.RECALL_SECOND_LOOK = {"seeds": 2, "weight": 0.4}
+    body = recall(api, "What are Caroline's plans for a family?", k=6, explain=True)
+    bonus = {item["content"]: item["score_parts"]["second_look"] for item in body["items"]}
+    assert "adopt" in body["items"][0]["content"]
+    assert bonus["The Sunrise agency called Caroline back about the home visit next month"] > \
+        bonus.get("Melanie paints sunsets at the lake", 0.0)
+    settings.RECALL_SECOND_LOOK = {"seeds": 2, "weight": 0.0}
+    body = recall(api, "What are Caroline's plans for a family?", k=3, explain=True)
+    assert not any("second_look" in item["score_parts"] for item in body["items"])
