@@ -234,6 +234,8 @@ ACCESS_STATS_FLUSH_SECONDS = env.float("ACCESS_STATS_FLUSH_SECONDS", default=5.0
 # Short turns and memories: weak length normalisation and early term saturation (LoCoMo-tuned, docs/evaluation.md).
 KEYWORD_BM25_K1 = env.float("KEYWORD_BM25_K1", default=0.9)
 KEYWORD_BM25_B = env.float("KEYWORD_BM25_B", default=0.3)
+# Chinese character bigrams as extra keyword terms beside jieba words (memory/keyword_zh.py).
+KEYWORD_ZH_BIGRAMS = env.bool("KEYWORD_ZH_BIGRAMS", default=False)
 RECALL_COLLAPSE_SAME_SOURCE = env.bool("RECALL_COLLAPSE_SAME_SOURCE", default=True)
 RECALL_NORMALIZE_SEMANTIC = env.bool("RECALL_NORMALIZE_SEMANTIC", default=True)
 RECALL_RECENCY_HALF_LIFE_DAYS = env.float("RECALL_RECENCY_HALF_LIFE_DAYS", default=30.0)
