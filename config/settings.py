@@ -229,7 +229,7 @@ RECALL_LONG_QUERY = env.json("RECALL_LONG_QUERY", default={
 })
 # Second look (memory/second_look.py): the top `seeds` hits seed one more vector and keyword
 # search; every candidate gains `weight` x its relevance to them. weight 0 turns it off.
-RECALL_SECOND_LOOK = env.json("RECALL_SECOND_LOOK", default={"seeds": 2, "weight": 0.4})
+RECALL_SECOND_LOOK = env.json("RECALL_SECOND_LOOK", default={"seeds": 2, "weight": 0.4, "expand": False})
 ACCESS_STATS_FLUSH_SECONDS = env.float("ACCESS_STATS_FLUSH_SECONDS", default=5.0)
 # Short turns and memories: weak length normalisation and early term saturation (LoCoMo-tuned, docs/evaluation.md).
 KEYWORD_BM25_K1 = env.float("KEYWORD_BM25_K1", default=0.9)

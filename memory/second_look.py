@@ -3,8 +3,10 @@ open-domain): the first round's top hits say who and what the question is about 
 own words, so they seed a second round (pseudo-relevance feedback).
 
 Seeds: the first round's top `seeds` items. Second round, with no encoder call: the mean of the
-seeds' stored vectors searches the index once more, and their terms run one more keyword search;
-what is new is back-checked like any candidate. Every candidate then gets a bonus of
+seeds' stored vectors and their terms (one more in-process keyword scoring) score the first
+round's candidates again; with `expand`, the mean also searches the index once more and what is
+new is back-checked like any candidate (measured at about twice the rank stage's cost, so off).
+Every candidate then gets a bonus of
 `weight` × (its fused relevance to the seeds), so an item that is about what the top hits are
 about rises, while the first round's order still decides among the rest.
 """
@@ -37,15 +39,16 @@ def second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword
     seed_text = " ".join(kept[m].content for m in seeds)
     keyword2 = keyword_scores(org_id=q.org.id, user_id=q.user_id, query=seed_text)
     keyword2_top = dict(sorted(keyword2.items(), key=lambda pair: -pair[1])[:limit])
-    probe = type(vectors)(vectors.embedder, centroid, [centroid])
-    hits = _semantic_candidates(q, probe, limit, result)
-    new_ids = (set(hits) | set(keyword2_top)) - set(kept)
-    if new_ids:
-        more, more_sources, more_links = _back_check(q, new_ids, result, vectors.embedder.model_id)
-        kept.update(more)
-        sources.update(more_sources)
-        links.update(more_links)
-    ranked = score_round(kept)
+    if config.get("expand"):  # new candidates too: one more search and back-check (~2x the rank cost)
+        probe = type(vectors)(vectors.embedder, centroid, [centroid])
+        hits = _semantic_candidates(q, probe, limit, result)
+        new_ids = (set(hits) | set(keyword2_top)) - set(kept)
+        if new_ids:
+            more, more_sources, more_links = _back_check(q, new_ids, result, vectors.embedder.model_id)
+            kept.update(more)
+            sources.update(more_sources)
+            links.update(more_links)
+            ranked = score_round(kept)
     ids = [memory_id for memory_id, _, _ in ranked if kept[memory_id].vector is not None]
     if not ids:
         return ranked
