@@ -75,3 +75,14 @@ def test_second_look_raises_what_the_top_hits_are_about(api, settings):
     settings.RECALL_SECOND_LOOK = {"seeds": 2, "weight": 0.0}
     body = recall(api, "What are Caroline's plans for a family?", k=3, explain=True)
     assert not any("second_look" in item["score_parts"] for item in body["items"])
+
+
+def test_chinese_bigrams_are_extra_terms_only_when_enabled(settings):
+    from memory.keyword import terms
+    from memory.keyword_zh import bigrams
+
+    assert bigrams("上回保养 ok 换机油") == ["\u2082上回", "\u2082回保", "\u2082保养", "\u2082换机", "\u2082机油"]
+    settings.KEYWORD_ZH_BIGRAMS = False
+    assert not any(t.startswith("\u2082") for t in terms("上回保养"))
+    settings.KEYWORD_ZH_BIGRAMS = True
+    assert "\u2082回保" in terms("上回保养")
