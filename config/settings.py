@@ -251,6 +251,18 @@ RECALL_WEIGHTS = env.json("RECALL_WEIGHTS", default={
     # With the composite embedder: the multilingual model's share of an English query's cosine.
     "multilingual_share_en": 0.2,
 })
+# Long queries (a dialogue or paragraph before the turn that needs a memory; memory/query_shape.py):
+# from this many characters, the query vector mixes the whole with its last turn(s) and keyword
+# search reads the focus only, with its weight scaled per language. Chosen on
+# evaluation/data/longdialog-zh-tune.jsonl (docs/evaluation.md).
+RECALL_LONG_QUERY_CHARS = env.int("RECALL_LONG_QUERY_CHARS", default=240)
+RECALL_FOCUS_MIN_CHARS = env.int("RECALL_FOCUS_MIN_CHARS", default=40)
+RECALL_LONG_QUERY = env.json("RECALL_LONG_QUERY", default={
+    "focus_weight": 0.8, "keyword_scale_zh": 0.5, "keyword_scale_en": 1.0, "keyword_whole": False,
+})
+# Second look (memory/second_look.py): the top `seeds` hits seed one more vector and keyword
+# search; every candidate gains `weight` x its relevance to them. weight 0 turns it off.
+RECALL_SECOND_LOOK = env.json("RECALL_SECOND_LOOK", default={"seeds": 2, "weight": 0.4, "expand": False})
 ACCESS_STATS_FLUSH_SECONDS = env.float("ACCESS_STATS_FLUSH_SECONDS", default=5.0)
 # Short turns and memories: weak length normalisation and early term saturation (LoCoMo-tuned, docs/evaluation.md).
 KEYWORD_BM25_K1 = env.float("KEYWORD_BM25_K1", default=0.9)
@@ -258,6 +270,8 @@ KEYWORD_BM25_B = env.float("KEYWORD_BM25_B", default=0.3)
 # Subtracted from an episode whose message's memories were all superseded (memory/selectors/episode_lineage.py):
 # what was said then ranks below what is current, and below unrelated-but-current standing items of similar relevance.
 RECALL_STALE_EPISODE_PENALTY = env.float("RECALL_STALE_EPISODE_PENALTY", default=0.3)
+# Chinese character bigrams as extra keyword terms beside jieba words (memory/keyword_zh.py).
+KEYWORD_ZH_BIGRAMS = env.bool("KEYWORD_ZH_BIGRAMS", default=False)
 RECALL_COLLAPSE_SAME_SOURCE = env.bool("RECALL_COLLAPSE_SAME_SOURCE", default=True)
 RECALL_NORMALIZE_SEMANTIC = env.bool("RECALL_NORMALIZE_SEMANTIC", default=True)
 RECALL_RECENCY_HALF_LIFE_DAYS = env.float("RECALL_RECENCY_HALF_LIFE_DAYS", default=30.0)

@@ -12,6 +12,7 @@ from rank_bm25 import BM25Okapi
 
 from conversations.textutil import tokenize
 from memory.cache import user_generation
+from memory.keyword_zh import bigrams
 from memory.models import Memory
 
 MAX_INDEXES = 256  # users kept in process (LRU)
@@ -47,7 +48,8 @@ def _light_stem(token: str) -> str:
 
 
 def terms(text: str) -> list[str]:
-    return [_light_stem(t) for t in tokenize(text)]
+    words = [_light_stem(t) for t in tokenize(text)]
+    return words + bigrams(text) if settings.KEYWORD_ZH_BIGRAMS else words
 
 
 def _build(org_id: int, user_id: str, generation: int) -> _UserIndex:

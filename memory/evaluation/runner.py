@@ -180,6 +180,12 @@ class CaseRunner:
         return f"_/{external_id}"
 
     # ------------------------------------------------------------------ probes
+    def _dense(self, org: str, user: str, query: str, k: int, at: str, conversation_id: int) -> list[dict]:
+        from memory.evaluation.dense import dense_recall
+
+        return dense_recall(org=org_get_or_create(slug=self._org_slug(org)), user_id=user, query=query, k=k,
+                            at=at, conversation_id=conversation_id)
+
     def probe(self, step: dict) -> ProbeResult:
         org, user = step.get("org", self.case["org"]), step.get("user", self.case["user"])
         client = self.client(org, user)
@@ -197,6 +203,8 @@ class CaseRunner:
             body = self.call(client, "post", "/api/v1/recall", {"query": step["query"], "k": fetch_k, "at": step["at"],
                                                                 "conversation_id": conversation_id}, "recall")
             result.recall_ms = (time.perf_counter() - started) * 1000
+            if self.baseline == "dense":  # same memories, ranked by raw cosine only (dense.py)
+                body = {"items": self._dense(org, user, step["query"], fetch_k, step["at"], conversation_id)}
             result.ranked_refs = [checks.item_refs(i) for i in body["items"]]
             items = body["items"][:k]
         context = None

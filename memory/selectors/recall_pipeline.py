@@ -18,6 +18,8 @@ from conversations.textutil import cjk_ratio
 from entities.policy import allowed_entity_ids
 from memory.embeddings import CompositeEmbedder
 from memory.keyword import keyword_scores
+from memory.query_shape import keyword_text, shape
+from memory.second_look import enabled as second_look_enabled, second_look
 from memory.selectors.episode_lineage import Lineage, episode_lineage, is_small_talk
 from memory.models import EntityLink, Memory, MemoryEmbedding, MemorySource
 from memory.vector_index import VectorIndexUnavailable, get_vector_index
@@ -94,7 +96,11 @@ def _is_cjk(text: str) -> bool:
 
 def _weights(query: str) -> tuple[float, float]:
     w = settings.RECALL_WEIGHTS
-    return (w["semantic_zh"], w["keyword_zh"]) if _is_cjk(query) else (w["semantic_en"], w["keyword_en"])
+    cjk = _is_cjk(query)
+    sem, kw = (w["semantic_zh"], w["keyword_zh"]) if cjk else (w["semantic_en"], w["keyword_en"])
+    if shape(query).long:  # keywords of a dialogue are weaker evidence than of a question
+        kw *= settings.RECALL_LONG_QUERY["keyword_scale_zh" if cjk else "keyword_scale_en"]
+    return sem, kw
 
 
 def _vector_filters(q: RecallQuery) -> dict:
@@ -114,20 +120,36 @@ class _QueryVectors:
     search: list[np.ndarray]  # vectors sent to the index for candidates
 
 
+def blend(whole: _QueryVectors, focus: _QueryVectors, focus_weight: float) -> _QueryVectors:
+    mix = lambda a, b: ((1.0 - focus_weight) * a + focus_weight * b).astype(np.float32)  # noqa: E731
+    return _QueryVectors(whole.embedder, mix(whole.unit, focus.unit),
+                         [mix(a, b) for a, b in zip(whole.search, focus.search)])
+
+
 def _query_vectors(q: RecallQuery) -> _QueryVectors:
     embedder = active_embedder()
+    cjk = _is_cjk(q.query)
+    whole = _text_vectors(embedder, q.query, cjk)
+    query_shape = shape(q.query)
+    if not query_shape.long:
+        return whole
+    # A dialogue: the whole and its last turn(s), mixed (cosine is linear in the query vector).
+    return blend(whole, _text_vectors(embedder, query_shape.focus, cjk), settings.RECALL_LONG_QUERY["focus_weight"])
+
+
+def _text_vectors(embedder, text: str, cjk: bool) -> _QueryVectors:
     if not isinstance(embedder, CompositeEmbedder):
-        unit = embedder.encode_one(q.query)
+        unit = embedder.encode_one(text)
         return _QueryVectors(embedder, unit, [unit])
     # One encode per model; a Chinese query searches with the multilingual half only, an English one
     # with the English mix and, for cross-lingual hits (English question, Chinese memory), the
     # multilingual half too.
-    if _is_cjk(q.query):
+    if cjk:
         # Chinese is scored by the multilingual half alone: the English model need not run at all.
-        first = embedder.parts[0].encode_one(q.query)
+        first = embedder.parts[0].encode_one(text)
         second = np.zeros(embedder.parts[1].dim, dtype=np.float32)
         return _QueryVectors(embedder, embedder.compose(first, second), [embedder.compose(first, second, 1.0)])
-    first, second = embedder.encode_parts(q.query)
+    first, second = embedder.encode_parts(text)
     unit = embedder.compose(first, second)
     multilingual = embedder.compose(first, second, 1.0)
     mix = embedder.compose(first, second, settings.RECALL_WEIGHTS["multilingual_share_en"])
@@ -328,7 +350,7 @@ def recall(q: RecallQuery) -> RecallResult:
     result.timings_ms["embed"] = (time.perf_counter() - t0) * 1000
     vector_hits = _semantic_candidates(q, vectors, limit, result)
     t0 = time.perf_counter()
-    keyword_raw = keyword_scores(org_id=q.org.id, user_id=q.user_id, query=q.query)
+    keyword_raw = keyword_scores(org_id=q.org.id, user_id=q.user_id, query=keyword_text(q.query))
     keyword_top = dict(sorted(keyword_raw.items(), key=lambda pair: -pair[1])[:limit])
     result.timings_ms["keyword"] = (time.perf_counter() - t0) * 1000
     if q.explain:
@@ -337,14 +359,20 @@ def recall(q: RecallQuery) -> RecallResult:
     kept, sources, links = _back_check(q, set(vector_hits) | set(keyword_top) | set(q.include_ids), result,
                                        vectors.embedder.model_id)
     lineage = _episode_lineage(q, kept, sources, links, result, vectors.embedder.model_id)
-    raw_semantic = _semantic_scores(q, vectors, kept)
-    for memory_id in kept:  # no stored vector (e.g. mid re-embed): fall back to the index's score
-        if memory_id not in raw_semantic and memory_id in vector_hits:
-            raw_semantic[memory_id] = vector_hits[memory_id]
-    top_kw = max(keyword_raw.values(), default=0.0)
-    keyword = {m: keyword_raw.get(m, 0.0) / top_kw for m in kept} if top_kw > 0 else {}
-    semantic = _minmax(raw_semantic) if settings.RECALL_NORMALIZE_SEMANTIC else raw_semantic
-    ranked = _rank(q, kept, semantic, keyword, links, raw_semantic, lineage)
+
+    def score_round(kept: dict[int, _Candidate]) -> list[tuple[int, float, dict]]:
+        raw_semantic = _semantic_scores(q, vectors, kept)
+        for memory_id in kept:  # no stored vector (e.g. mid re-embed): fall back to the index's score
+            if memory_id not in raw_semantic and memory_id in vector_hits:
+                raw_semantic[memory_id] = vector_hits[memory_id]
+        top_kw = max(keyword_raw.values(), default=0.0)
+        keyword = {m: keyword_raw.get(m, 0.0) / top_kw for m in kept} if top_kw > 0 else {}
+        semantic = _minmax(raw_semantic) if settings.RECALL_NORMALIZE_SEMANTIC else raw_semantic
+        return _rank(q, kept, semantic, keyword, links, raw_semantic, lineage)
+
+    ranked = score_round(kept)
+    if second_look_enabled(q.query):
+        ranked = second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword_raw, score_round)
     chosen, seen_hashes, seen_sources = [], set(), set()
     dedup_dropped = {}
     for memory_id, score, parts in ranked:

@@ -19,8 +19,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("file")
         parser.add_argument("--k", type=int, default=None, help="Override every probe's k.")
-        parser.add_argument("--baseline", choices=["recent"], default=None,
-                            help="recent: long-term recall off (sliding window and summary only).")
+        parser.add_argument("--baseline", choices=["recent", "dense"], default=None,
+                            help="recent: long-term recall off (sliding window and summary only). "
+                                 "dense: the same memories ranked by raw cosine of the configured embedder "
+                                 "(no keyword, no priors; context still from the service).")
         parser.add_argument("--json", dest="json_out", default=None, help="Write the JSON report here.")
         parser.add_argument("--case", dest="case_id", default=None, help="Run only this case id.")
         parser.add_argument("--source-ks", default="5,10,25",

@@ -1,0 +1,84 @@
+"""What a recall query is: one short question, or a dialogue / long paragraph that ends in one.
+
+A long query (an agent sending the whole conversation before the turn that needs a memory) is
+mostly context: embedded as one text, its small talk pulls the vector away from what the last
+turn asks, and its keyword terms match every memory that shares a word with the small talk. So a
+long query is read as two texts: the whole, and its focus (the last turn(s) of whoever speaks
+last, or the last sentences when there are no speaker labels). Short queries are left as they
+are: no extra encoder call, no change in ranking.
+"""
+import re
+from dataclasses import dataclass
+
+from django.conf import settings
+
+# "用户：…", "User: …", "Caroline: …", "[user] …": a short label at the start of a line.
+_SPEAKER = re.compile(r"^\s*(?:\[([^\]\n]{1,24})\]|([^\s:：]{1,24}))\s*[:：\]]\s*")
+_SENTENCE_END = re.compile(r"(?<=[。！？!?；;.])\s*")
+
+
+@dataclass(frozen=True)
+class QueryShape:
+    whole: str
+    focus: str | None  # None: a short query, used as it is
+
+    @property
+    def long(self) -> bool:
+        return self.focus is not None
+
+
+def _turns(text: str) -> list[tuple[str | None, str]]:
+    turns: list[tuple[str | None, str]] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        match = _SPEAKER.match(line)
+        if match:
+            turns.append(((match.group(1) or match.group(2)).casefold(), line[match.end():].strip()))
+        elif turns:
+            turns[-1] = (turns[-1][0], f"{turns[-1][1]} {line.strip()}")
+        else:
+            turns.append((None, line.strip()))
+    return turns
+
+
+def focus_of(text: str, min_chars: int) -> str:
+    """The last turn(s) of the last speaker (up to two of their turns while shorter than
+    `min_chars`); without speaker labels, the last sentences up to `min_chars`."""
+    turns = _turns(text)
+    labelled = [t for t in turns if t[0] is not None]
+    if len(labelled) >= 2:
+        speaker = turns[-1][0]
+        picked: list[str] = []
+        for who, said in reversed(turns):
+            if who == speaker and said:
+                picked.insert(0, said)
+                if len(picked) >= 2 or sum(map(len, picked)) >= min_chars:
+                    break
+        if picked:
+            return " ".join(picked)
+    sentences = [s for s in _SENTENCE_END.split(text.strip()) if s.strip()]
+    picked = []
+    for sentence in reversed(sentences):
+        picked.insert(0, sentence.strip())
+        if sum(map(len, picked)) >= min_chars:
+            break
+    return " ".join(picked)
+
+
+def shape(query: str) -> QueryShape:
+    if len(query) < settings.RECALL_LONG_QUERY_CHARS:
+        return QueryShape(query, None)
+    focus = focus_of(query, settings.RECALL_FOCUS_MIN_CHARS)
+    if not focus or len(focus) >= len(query) * 0.8:
+        return QueryShape(query, None)  # nothing to separate: one long question
+    return QueryShape(query, focus)
+
+
+def keyword_text(query: str) -> str:
+    """The text keyword search reads: a long query's focus only (small talk shares words with
+    every memory), unless RECALL_LONG_QUERY["keyword_whole"] keeps the whole."""
+    query_shape = shape(query)
+    if not query_shape.long or settings.RECALL_LONG_QUERY["keyword_whole"]:
+        return query
+    return query_shape.focus
