@@ -63,10 +63,10 @@ def second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword
     top2 = max((keyword2.get(m, 0.0) for m in kept), default=0.0)
     w_sem, w_kw = _weights(q.query)
     weight = config["weight"]
-    rescored = []
-    for memory_id, score, parts in ranked:
+    bonus = {}
+    for memory_id, _, _ in ranked:
         kw2 = keyword2.get(memory_id, 0.0) / top2 if top2 > 0 else 0.0
-        bonus = weight * (w_sem * semantic2.get(memory_id, 0.0) + w_kw * kw2)
-        rescored.append((memory_id, score + bonus, {**parts, "second_look": round(bonus, 4)}))
-    rescored.sort(key=lambda row: (-row[1], -row[0]))
-    return rescored
+        bonus[memory_id] = weight * (w_sem * semantic2.get(memory_id, 0.0) + w_kw * kw2)
+    # Scored again with the bonus inside the ranking, so what the ranking guarantees after scoring
+    # (a live memory above the episode it came from) still holds.
+    return score_round(kept, bonus)

@@ -254,7 +254,8 @@ def _back_check(q: RecallQuery, ids: set[int], result: RecallResult,
 
 def _rank(q: RecallQuery, kept: dict[int, _Candidate], semantic: dict[int, float], keyword: dict[int, float],
           links: dict[int, list[int]], raw_semantic: dict[int, float],
-          lineage: dict[int, Lineage] | None = None) -> list[tuple[int, float, dict]]:
+          lineage: dict[int, Lineage] | None = None,
+          bonus: dict[int, float] | None = None) -> list[tuple[int, float, dict]]:
     w = settings.RECALL_WEIGHTS
     w_sem, w_kw = _weights(q.query)
     now = q.at or timezone.now()
@@ -286,8 +287,10 @@ def _rank(q: RecallQuery, kept: dict[int, _Candidate], semantic: dict[int, float
             # What the message said was replaced since: below what is current.
             "stale_episode": -settings.RECALL_STALE_EPISODE_PENALTY if state == "stale" else 0.0,
         }
+        if bonus is not None:  # the second look (memory/second_look.py)
+            parts["second_look"] = round(bonus.get(memory_id, 0.0), 4)
         score = sum(parts[p] for p in ("relevance", "recency", "importance", "frequency", "entity", "episode",
-                                       "stale_episode"))
+                                       "stale_episode")) + (bonus or {}).get(memory_id, 0.0)
         scored[memory_id] = (score, parts)
     # An episode's live memory outranks it; a stale episode ranks below its subject's current memory.
     # The memory takes the episode's place (plus a hair, ordered by its own relevance).
@@ -360,7 +363,7 @@ def recall(q: RecallQuery) -> RecallResult:
                                        vectors.embedder.model_id)
     lineage = _episode_lineage(q, kept, sources, links, result, vectors.embedder.model_id)
 
-    def score_round(kept: dict[int, _Candidate]) -> list[tuple[int, float, dict]]:
+    def score_round(kept: dict[int, _Candidate], bonus: dict[int, float] | None = None) -> list[tuple[int, float, dict]]:
         raw_semantic = _semantic_scores(q, vectors, kept)
         for memory_id in kept:  # no stored vector (e.g. mid re-embed): fall back to the index's score
             if memory_id not in raw_semantic and memory_id in vector_hits:
@@ -368,7 +371,7 @@ def recall(q: RecallQuery) -> RecallResult:
         top_kw = max(keyword_raw.values(), default=0.0)
         keyword = {m: keyword_raw.get(m, 0.0) / top_kw for m in kept} if top_kw > 0 else {}
         semantic = _minmax(raw_semantic) if settings.RECALL_NORMALIZE_SEMANTIC else raw_semantic
-        return _rank(q, kept, semantic, keyword, links, raw_semantic, lineage)
+        return _rank(q, kept, semantic, keyword, links, raw_semantic, lineage, bonus)
 
     ranked = score_round(kept)
     if second_look_enabled(q.query):
