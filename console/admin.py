@@ -8,6 +8,7 @@ from console.transcript import transcript_page
 from conversations.admin import ConversationAdmin
 from conversations.models import Conversation
 from memory.models import MemoryConflict
+from tenancy.admin import ReadOnlyAdminMixin
 
 admin.site.unregister(Conversation)
 
@@ -34,7 +35,7 @@ class ConversationTranscriptAdmin(ConversationAdmin):
 
 
 @admin.register(MemoryConflict)
-class MemoryConflictAdmin(admin.ModelAdmin):
+class MemoryConflictAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Read-only history of conflicts; they are resolved in the queue, through conflict_resolve."""
 
     list_display = ["id", "org", "user_id", "older", "newer", "score", "status", "created_at", "resolved_by",
@@ -45,12 +46,3 @@ class MemoryConflictAdmin(admin.ModelAdmin):
     list_per_page = 50
     readonly_fields = ["org", "user_id", "older", "newer", "score", "signals", "status", "created_at", "resolved_at",
                        "resolved_by"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

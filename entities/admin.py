@@ -3,24 +3,16 @@
 from django.contrib import admin
 
 from entities.models import Entity, EntityAccess
+from tenancy.admin import ReadOnlyAdminMixin
 
 DETAIL_ROWS = 50  # newest rows shown on the detail page; the full lists are paginated changelists
 
 
-class EntityAccessInline(admin.TabularInline):
+class EntityAccessInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = EntityAccess
     extra = 0
     verbose_name_plural = "access rules"
     readonly_fields = ["user_id", "effect", "changed_at"]
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(Entity)

@@ -2,21 +2,12 @@
 from django.contrib import admin
 
 from memory.models import EntityLink, ForgetRule, MemorySource, MemoryVersion
-from tenancy.admin import TextInputFilter
+from tenancy.admin import ReadOnlyAdminMixin, TextInputFilter
 
 
 # --------------------------------------------------------------------------- read-only record browsers
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_per_page = 50
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(MemoryVersion)

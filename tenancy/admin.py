@@ -34,6 +34,20 @@ class TextInputFilter(admin.SimpleListFilter):
                "clear_url": changelist.get_query_string(remove=[self.parameter_name])}
 
 
+class ReadOnlyAdminMixin:
+    """Records operators read and nobody edits in the console (audit log, versions, sources, conflicts:
+    those change only through services)."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(Org)
 class OrgAdmin(admin.ModelAdmin):
     list_display = ["slug", "name", "forget_requires_approval", "memory_capacity", "created_at", "console_links"]
@@ -95,19 +109,11 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["at", "org_slug", "actor", "actor_kind", "action", "target_type", "target_id", "detail"]
     list_filter = ["actor_kind", "action", "target_type", "org_slug"]
     search_fields = ["org_slug", "actor", "target_id"]
     date_hierarchy = "at"
     list_per_page = 100
 
-    # Append-only: operators read the log, nobody edits it.
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
+    # Append-only: operators read the log, nobody edits it (ReadOnlyAdminMixin).

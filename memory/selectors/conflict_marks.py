@@ -2,17 +2,17 @@
 newer ranks first, and `explain` marks each with the pair (DESIGN §5: both kept, the newer first)."""
 from __future__ import annotations
 
+from django.db.models import Q
+
 from memory.models import MemoryConflict
 
 
 def conflicts_apply(items: list, *, org, user_id: str, explain: bool) -> list:
     ids = [item.memory.id for item in items if item.memory.kind in ("preference", "fact")]
-    if len(ids) < 1:
+    if not ids:
         return items
-    pairs = list(MemoryConflict.objects.filter(org=org, user_id=user_id, status="open", older_id__in=ids)
-                 .values_list("id", "older_id", "newer_id"))
-    pairs += list(MemoryConflict.objects.filter(org=org, user_id=user_id, status="open", newer_id__in=ids)
-                  .exclude(older_id__in=ids).values_list("id", "older_id", "newer_id"))
+    pairs = list(MemoryConflict.objects.filter(Q(older_id__in=ids) | Q(newer_id__in=ids), org=org, user_id=user_id,
+                                               status="open").values_list("id", "older_id", "newer_id"))
     if not pairs:
         return items
     order = [item.memory.id for item in items]

@@ -21,6 +21,7 @@ from which nothing was extracted, that names no entity and has no content word b
 (no noun, name, verbal noun, numeral or Latin/digit token) is dropped from recall. English turns are
 not judged (jieba tags every Latin word alike); they stay plain history.
 """
+import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -48,15 +49,28 @@ NONE = Lineage("none")
 _CONTENT_FLAGS = ("n", "vn", "m", "eng")
 
 
+# Judged once per text: posseg costs ~0.3 ms a turn and recall sees the same episodes again and again.
+# Keyed by digest, not text, so no process keeps the wording of a turn that is later forgotten.
+_SMALL_TALK: dict[bytes, bool] = {}
+_SMALL_TALK_MAX = 20_000  # cleared when full: a bound, not an LRU
+
+
 def is_small_talk(text: str) -> bool:
     """No content word (see the module doc). Callers check that nothing was extracted from it."""
     if not text or cjk_ratio(text) < 0.5:
         return False
-    import jieba
-    import jieba.posseg
+    digest = hashlib.blake2b(text.encode(), digest_size=16).digest()
+    verdict = _SMALL_TALK.get(digest)
+    if verdict is None:
+        import jieba
+        import jieba.posseg
 
-    jieba.setLogLevel(60)
-    return not any(flag.startswith(_CONTENT_FLAGS) for word, flag in jieba.posseg.cut(text) if word.strip())
+        jieba.setLogLevel(60)
+        verdict = not any(flag.startswith(_CONTENT_FLAGS) for word, flag in jieba.posseg.cut(text) if word.strip())
+        if len(_SMALL_TALK) >= _SMALL_TALK_MAX:
+            _SMALL_TALK.clear()
+        _SMALL_TALK[digest] = verdict
+    return verdict
 
 
 def _state(derived: list[tuple]) -> Lineage:

@@ -20,6 +20,7 @@ from memory.embeddings import CompositeEmbedder
 from memory.keyword import keyword_scores
 from memory.query_shape import keyword_text, shape
 from memory.second_look import enabled as second_look_enabled, second_look
+from memory.selectors.conflict_marks import conflicts_apply
 from memory.selectors.episode_lineage import Lineage, episode_lineage, is_small_talk
 from memory.models import EntityLink, Memory, MemoryEmbedding, MemorySource
 from memory.vector_index import VectorIndexUnavailable, get_vector_index
@@ -398,8 +399,6 @@ def recall(q: RecallQuery) -> RecallResult:
     items = [RecallItem(memory=kept[memory_id].memory(), score=round(score, 4), parts=parts,
                         sources=sources[memory_id], entity_ids=links.get(memory_id, []))
              for memory_id, score, parts in chosen]
-    from memory.selectors.conflict_marks import conflicts_apply
-
     result.items = items = conflicts_apply(items, org=q.org, user_id=q.user_id, explain=q.explain)
     result.timings_ms["back_check_rank"] = (time.perf_counter() - t0) * 1000
     if q.explain:
