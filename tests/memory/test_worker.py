@@ -6,12 +6,14 @@ import time
 
 import pytest
 from celery.signals import task_postrun
+from django.db import OperationalError
 from django.db.models import F
 
 from conversations.models import Message
 from memory.models import Memory
 from memory.vector_index import get_vector_index
 from memory.vectors import active_collection
+from tenancy.db import is_contention
 from tests.conversations.api_helpers import create_conversation
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -42,10 +44,22 @@ def worker_ran():
 def wait_until(condition, timeout: float = TIMEOUT_SECONDS) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if condition():
+        if _holds(condition):
             return True
-        time.sleep(0.1)
+        time.sleep(0.2)
     return condition()
+
+
+def _holds(condition) -> bool:
+    """The embedded profile's test database is shared-cache in-memory SQLite, where a read that meets
+    the worker's write transaction fails at once with "table is locked" (no busy timeout in that mode):
+    that poll simply has not seen the result yet."""
+    try:
+        return condition()
+    except OperationalError as exc:
+        if is_contention(exc):
+            return False
+        raise
 
 
 def test_appended_messages_are_extracted_and_projected_by_the_worker(index, celery_worker_session, worker_ran, api,
