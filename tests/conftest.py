@@ -27,10 +27,8 @@ def _isolated_var(tmp_path_factory):
     """Each test session gets its own vector index and tiktoken cache, apart from `make run`'s var/."""
     root = tmp_path_factory.mktemp("var")
     settings.VECTOR_INDEX_PATH = str(root / "qdrant")
-    try:
-        from memory.vector_index import reset_vector_index
-    except ImportError:  # TEMP while the vector index lands
-        reset_vector_index = lambda: None
+    from memory.vector_index import reset_vector_index
+
     reset_vector_index()
     yield root
     reset_vector_index()

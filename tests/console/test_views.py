@@ -144,7 +144,7 @@ def test_memory_list_filters_searches_and_paginates(console, org, other_org, dja
     assert "globex keeps" in console.get(url, {"kind__exact": "preference"}).content.decode()
     found = console.get(url, {"q": "dark roast"}).content.decode()
     assert "dark roast coffee" in found and "routine maintenance" not in found
-    assert 'id="status-totals"' in found and "active: 1" in found
+    assert 'id="status-totals"' in found and re.search(r"active: 1(?!\d)", found)
 
 
 def test_memory_list_query_count_does_not_grow_with_rows(console, org, django_assert_max_num_queries):
@@ -200,8 +200,8 @@ def test_supersede_chain_follows_recursively_and_stops_on_a_cycle(org):
     Memory.objects.filter(id=b.id).update(superseded_by=c)
     Memory.objects.filter(id=c.id).update(superseded_by=a)
     chain = supersede_chain(Memory.objects.get(id=a.id))
-    assert [m.id for m in chain["older"]] == [c.id, b.id] or {m.id for m in chain["older"]} == {b.id, c.id}
-    assert chain["cycle"] is True
+    assert [m.id for m in chain["older"]] == [b.id, c.id]  # oldest first, each row once
+    assert chain["newer"] == [] and chain["cycle"] is True
     Memory.objects.filter(id=c.id).update(superseded_by=None)
     chain = supersede_chain(Memory.objects.get(id=b.id))
     assert [m.id for m in chain["older"]] == [a.id] and [m.id for m in chain["newer"]] == [c.id]

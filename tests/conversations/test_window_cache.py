@@ -69,11 +69,16 @@ def test_redaction_is_never_served_from_an_old_list_even_if_the_drop_failed(conv
 
 
 @pytest.mark.django_db(transaction=True)
-def test_as_of_filters_the_cached_list(conversation):
-    window_messages(_fresh(conversation))
+def test_as_of_filters_the_cached_list(org):
+    conversation, _ = conversation_create(org=org, owner_user="u1")
+    messages_append(conversation=conversation, user_id="u1", messages=[
+        {"role": "user", "content": "我们农场在黑龙江。", "occurred_at": "2026-03-01T08:00:00+08:00"},
+        {"role": "assistant", "content": "好的。", "occurred_at": "2026-03-01T08:05:00+08:00"},
+    ])
+    assert len(window_messages(_fresh(conversation))) == 2  # both cached
     first = _fresh(conversation).messages.order_by("seq").first()
     messages = window_messages(_fresh(conversation), at=first.occurred_at)
-    assert all(m.occurred_at <= first.occurred_at for m in messages) and messages[0].id == first.id
+    assert [m.id for m in messages] == [first.id]  # the later reply is not yet known at that time
 
 
 @pytest.mark.django_db(transaction=True)
