@@ -15,7 +15,6 @@ from __future__ import annotations
 import itertools
 import json
 import sys
-from pathlib import Path
 
 from bench import common
 

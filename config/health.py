@@ -100,7 +100,7 @@ def _extraction():
 
 
 def _maintenance():
-    from memory.selectors import maintenance_status
+    from memory.scheduler import maintenance_status
 
     return maintenance_status()
 

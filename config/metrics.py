@@ -30,7 +30,7 @@ def backlog() -> dict[str, int]:
 
     from conversations.models import Message
     from memory.models import ForgetRequest, Memory
-    from memory.services.extraction import EXTRACTABLE_ROLES
+    from memory.selectors import EXTRACTABLE_ROLES
 
     cutoff = timezone.now() - timedelta(seconds=60)
     return {

@@ -147,7 +147,8 @@ def _latency_probe(request, form: LatencyProbeForm) -> dict:
 
 def _maintenance_view() -> dict:
     """Pending extraction and the last run of each maintenance job (memory.selectors)."""
-    from memory.selectors import extraction_pending, maintenance_status
+    from memory.scheduler import maintenance_status
+    from memory.selectors import extraction_pending
 
     status = maintenance_status()
     return {"extraction": extraction_pending(), "scheduler": status["scheduler"],

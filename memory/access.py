@@ -17,6 +17,8 @@ from django.db import DatabaseError
 from django.db.models import F
 from django.utils import timezone
 
+from memory.enqueue import MEMORY_TOUCH, enqueue, tasks_eager
+
 logger = logging.getLogger(__name__)
 
 _lock = threading.Lock()
@@ -29,11 +31,8 @@ def record_access(memory_ids: list[int]) -> None:
     if not memory_ids:
         return
     now = timezone.now()
-    if not settings.CELERY_TASK_ALWAYS_EAGER and not _eager_app():
-        from memory.enqueue import enqueue
-        from memory.tasks import memory_touch as memory_touch_task
-
-        enqueue(memory_touch_task, list(memory_ids), now.isoformat())
+    if not settings.CELERY_TASK_ALWAYS_EAGER and not tasks_eager():
+        enqueue(MEMORY_TOUCH, list(memory_ids), now.isoformat())
         return
     with _lock:
         _pending.update(memory_ids)
@@ -44,10 +43,6 @@ def record_access(memory_ids: list[int]) -> None:
         flush()
 
 
-def _eager_app() -> bool:
-    from config.celery import app
-
-    return bool(app.conf.task_always_eager)
 
 
 def flush() -> int:

@@ -31,6 +31,7 @@ from django.utils import timezone
 from memory import projections
 from memory.cache import memory_cache
 from memory.embeddings import Embedder, collection_name_for, get_embedder
+from memory.enqueue import FORGET_REQUEST_EXECUTE, MESSAGES_EXTRACT, enqueue, tasks_eager
 from memory.models import LIVE_CACHE_SECONDS, EntityLink, ForgetRequest, Memory, MemoryEmbedding, VectorCollection
 from memory.vector_index import VectorIndex, VectorPoint, get_vector_index
 from memory.vectors import active_collection, from_bytes, to_bytes
@@ -371,6 +372,18 @@ def projections_reconcile(*, collection: str | None = None, fix: bool = True, gr
     return counts
 
 
+RECONCILE_GRACE_SECONDS = 30  # rows written this recently are left to their own memory_sync tasks
+RECONCILE_LOCK_SECONDS = 15 * 60
+
+
+def projections_reconcile_once(*, collection: str | None = None, fix: bool = True) -> dict:
+    """The scheduled reconcile (beat's task, the embedded scheduler): one run at a time across processes."""
+    with single_flight("projections_reconcile", timeout=RECONCILE_LOCK_SECONDS) as acquired:
+        if not acquired:
+            return {"skipped": "already running"}
+        return projections_reconcile(collection=collection, fix=fix, grace_seconds=RECONCILE_GRACE_SECONDS)
+
+
 def _fix(drift: _Drift, collection_name: str | None) -> int:
     if len(drift.missing) + len(drift.stale) > LARGE_DRIFT:
         # Per-row repair costs a few ms a row; the bulk path does the same work far faster.
@@ -526,11 +539,10 @@ def resume_age_seconds() -> int:
     """How old pending work must be before it is queued again (see RESUME_AFTER_SECONDS)."""
     from django.conf import settings
 
-    from config.celery import app
     from memory.selectors import queue_depths
 
     short = settings.EXTRACTION_RESUME_AFTER_SECONDS
-    if app.conf.task_always_eager:
+    if tasks_eager():
         return short
     try:
         backlog = queue_depths().get(settings.CELERY_TASK_DEFAULT_QUEUE, 0)
@@ -546,9 +558,7 @@ def extraction_resume(*, older_than_seconds: int | None = None, skip: set[int] |
     Default age: ``resume_age_seconds()``. ``skip``: message ids the caller queued moments ago. With
     eager tasks the extraction runs here: a chunk that fails is logged and left pending, and the
     next chunks still run (one bad message must not stall everyone's recovery)."""
-    from memory.enqueue import enqueue
-    from memory.services.extraction import pending_extraction
-    from memory.tasks import forget_request_execute, messages_extract
+    from memory.selectors.maintenance import pending_extraction
 
     if older_than_seconds is None:
         older_than_seconds = resume_age_seconds()
@@ -557,7 +567,7 @@ def extraction_resume(*, older_than_seconds: int | None = None, skip: set[int] |
     for start in range(0, len(message_ids), RESUME_CHUNK):
         chunk = message_ids[start : start + RESUME_CHUNK]
         try:
-            messages += len(chunk) if enqueue(messages_extract, chunk) else 0
+            messages += len(chunk) if enqueue(MESSAGES_EXTRACT, chunk) else 0
         except Exception:
             logger.exception("extraction resume: chunk of %d failed, left pending (first id %s)", len(chunk), chunk[0])
     cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
@@ -566,7 +576,7 @@ def extraction_resume(*, older_than_seconds: int | None = None, skip: set[int] |
                 .order_by("id").values_list("id", flat=True)[:1000])
     for request_id in approved:
         try:
-            requests += enqueue(forget_request_execute, request_id)
+            requests += enqueue(FORGET_REQUEST_EXECUTE, request_id)
         except Exception:
             logger.exception("extraction resume: forget request %s failed, left approved", request_id)
     if messages or requests:

@@ -58,7 +58,7 @@ def _extraction_sweep() -> int:
     for message_id, at in list(_queued.items()):
         if now - at > REQUEUE_AFTER_SECONDS:
             del _queued[message_id]
-    from memory.services.extraction import pending_extraction
+    from memory.selectors.maintenance import pending_extraction
 
     age = resume_age_seconds()
     candidates = [i for i in pending_extraction(older_than_seconds=age) if i not in _queued]
@@ -70,12 +70,8 @@ def _extraction_sweep() -> int:
 
 def _reconcile() -> dict:
     from memory import maintenance
-    from memory.tasks import RECONCILE_GRACE_SECONDS, RECONCILE_LOCK_SECONDS
 
-    with maintenance.single_flight("projections_reconcile", timeout=RECONCILE_LOCK_SECONDS) as acquired:
-        if not acquired:
-            return {"skipped": "already running"}
-        return maintenance.projections_reconcile(fix=True, grace_seconds=RECONCILE_GRACE_SECONDS)
+    return maintenance.projections_reconcile_once(fix=True)
 
 
 def _expire() -> int:
@@ -191,6 +187,13 @@ def stop_scheduler(timeout: float = STOP_TIMEOUT_SECONDS) -> None:
     if _lock_file is not None:
         _lock_file.close()
         _lock_file = None
+
+
+def maintenance_status() -> dict:
+    """Where maintenance runs (this process's scheduler thread, or beat) and each job's last run."""
+    from memory.maintenance_runs import maintenance_runs
+
+    return {"scheduler": scheduler_status(), "jobs": maintenance_runs()}
 
 
 def scheduler_status() -> dict:

@@ -78,8 +78,6 @@ def forget_request_execute(request_id: int) -> None:
 
 # Maintenance (memory.maintenance). Those that touch vectors are VectorTasks: in the single-node
 # topology they run in the process that owns the embedded shard; with a Qdrant server any worker can.
-RECONCILE_GRACE_SECONDS = 30  # rows written this recently are left to their own memory_sync tasks
-RECONCILE_LOCK_SECONDS = 15 * 60
 
 
 @shared_task(base=VectorTask, ignore_result=True)
@@ -89,11 +87,8 @@ def projections_reconcile_task(collection: str | None = None, fix: bool = True) 
 
     from memory.maintenance_runs import maintenance_run
 
-    with maintenance.single_flight("projections_reconcile", timeout=RECONCILE_LOCK_SECONDS) as acquired:
-        if not acquired:
-            return {"skipped": "already running"}
-        return maintenance_run("projections_reconcile", lambda: maintenance.projections_reconcile(
-            collection=collection, fix=fix, grace_seconds=RECONCILE_GRACE_SECONDS), where="worker")
+    return maintenance_run("projections_reconcile", lambda: maintenance.projections_reconcile_once(
+        collection=collection, fix=fix), where="worker")
 
 
 # Operator runs (`rebuild_projections --enqueue`, `reembed --enqueue`), executed where the embedded shard

@@ -1,4 +1,3 @@
-from django.conf import settings
 from django.http import Http404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
@@ -208,13 +207,10 @@ class ConversationReextractApi(APIView):
 
     @extend_schema(request=None, responses={202: dict})
     def post(self, request, conversation_id: int):
-        from memory.enqueue import enqueue
-        from memory.tasks import messages_extract as messages_extract_task
+        from memory.services.extraction import conversation_reextract
 
         conversation = conversation_get(org=request.user.org, user_id=request.user.user_id, conversation_id=conversation_id)
-        ids = list(Message.objects.filter(conversation=conversation).order_by("seq").values_list("id", flat=True))
-        queued = enqueue(messages_extract_task, ids, True)
-        return Response({"conversation_id": conversation.id, "messages": len(ids), "queued": queued}, status=202)
+        return Response(conversation_reextract(conversation_id=conversation.id), status=202)
 
 
 def _forget_request_data(req) -> dict:

@@ -4,17 +4,16 @@ import uuid
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Q
-from django.utils import timezone
 
 from conversations.models import EntityMention, Message
 from conversations.services import message_mark_do_not_remember, message_mark_extracted
+from memory.enqueue import MESSAGES_EXTRACT, enqueue
 from memory.models import Memory
+from memory.selectors.maintenance import EXTRACTABLE_ROLES
 from memory.services.memories import MemoryInput, SourceRef, memory_invalidate, memory_restated, memory_write
 
 logger = logging.getLogger(__name__)
 
-EXTRACTABLE_ROLES = {"user", "assistant"}
 EXISTING_SHOWN = 20  # memories shown to the extractor (with short ids) for update/supersede decisions
 RECENT_TURNS = 4
 
@@ -140,16 +139,7 @@ def messages_extract(*, message_ids: list[int], reextract: bool = False) -> dict
 
 
 def conversation_reextract(*, conversation_id: int) -> dict:
-    """Maintenance: run extraction again over every message (forget rules still apply)."""
+    """Maintenance: queue extraction again over every message (forget rules still apply; extraction
+    is idempotent, so a message extracted twice leaves one set of memories)."""
     ids = list(Message.objects.filter(conversation_id=conversation_id).order_by("seq").values_list("id", flat=True))
-    return messages_extract(message_ids=ids, reextract=True)
-
-
-
-
-def pending_extraction(*, older_than_seconds: int = 60) -> list[int]:
-    """Messages whose extraction never ran (a lost task): the extraction sweep (memory/scheduler.py)
-    and beat's extraction_resume queue them again."""
-    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
-    return list(Message.objects.filter(extracted_at__isnull=True, created_at__lt=cutoff)
-                .filter(Q(role__in=EXTRACTABLE_ROLES)).values_list("id", flat=True)[:1000])
+    return {"conversation_id": conversation_id, "messages": len(ids), "queued": enqueue(MESSAGES_EXTRACT, ids, True)}

@@ -13,10 +13,10 @@ from django.utils import timezone
 from conversations.models import Conversation, HistorySummary, Message
 from conversations.services import messages_redact
 from memory.cache import memory_cache, user_generation_bump
+from memory.enqueue import FORGET_REQUEST_EXECUTE, MEMORY_POINTS_DELETE, enqueue
 from memory.models import ForgetRequest, ForgetRule, Memory, MemoryEmbedding, MemorySource, MemoryVersion
 from memory.selectors.recall_pipeline import RecallQuery, recall
 from memory.services.forget_echoes import forget_echoes
-from memory.textnorm import content_hash
 from tenancy.db import retry_on_contention
 from tenancy.models import Org
 from tenancy.services import audit_record
@@ -79,10 +79,7 @@ def forget_request_decide(*, request: ForgetRequest, approve: bool, operator: st
         forget_request_execute(request_id=request.id)
         request.refresh_from_db()
     elif approve:
-        from memory.enqueue import enqueue
-        from memory.tasks import forget_request_execute as forget_request_execute_task
-
-        transaction.on_commit(lambda: enqueue(forget_request_execute_task, request.id), robust=True)
+        transaction.on_commit(lambda: enqueue(FORGET_REQUEST_EXECUTE, request.id), robust=True)
     return request
 
 
@@ -120,10 +117,7 @@ def _drop_projections(org_id: int, user_id: str, memory_id: int, version: int) -
     """Delete the point from every collection, through the vector queue: this runs in a Celery worker,
     which on a single node may not open the embedded shard (docs/architecture.md, Topologies). If
     the broker is down the row stays lagging and reconcile deletes the point."""
-    from memory.enqueue import enqueue
-    from memory.tasks import memory_points_delete as memory_points_delete_task
-
-    transaction.on_commit(lambda: enqueue(memory_points_delete_task, [memory_id]), robust=True)
+    transaction.on_commit(lambda: enqueue(MEMORY_POINTS_DELETE, [memory_id]), robust=True)
     memory_cache.delete(org_id, user_id, [memory_id])
     user_generation_bump(org_id, user_id)
 
@@ -182,9 +176,6 @@ def forget_request_execute(*, request_id: int) -> ForgetRequest:
 
 def org_purge(*, org: Org, actor: str) -> dict:
     """Remove an org and everything it owns: rows (cascade), vectors and cache entries."""
-    from memory.enqueue import enqueue
-    from memory.tasks import memory_points_delete as memory_points_delete_task
-
     ids = list(Memory.objects.filter(org=org).values_list("id", flat=True))
     users = set(Memory.objects.filter(org=org).values_list("user_id", flat=True))
     # Points go through the vector queue (whichever process owns the index). The rows are gone
@@ -192,7 +183,7 @@ def org_purge(*, org: Org, actor: str) -> dict:
     # lost task leaves.
     for start in range(0, len(ids), PURGE_CHUNK):
         chunk = ids[start:start + PURGE_CHUNK]
-        transaction.on_commit(lambda chunk=chunk: enqueue(memory_points_delete_task, chunk), robust=True)
+        transaction.on_commit(lambda chunk=chunk: enqueue(MEMORY_POINTS_DELETE, chunk), robust=True)
     for user_id in users:
         memory_cache.drop_user(org.id, user_id)
     counts = {"memories": len(ids), "conversations": Conversation.objects.filter(org=org).count()}

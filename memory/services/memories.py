@@ -15,6 +15,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from memory.enqueue import MEMORY_SYNC, enqueue
 from memory.models import EntityLink, Memory, MemoryEmbedding, MemorySource, MemoryVersion, MemoryWriteLock
 from memory.textnorm import content_hash
 from memory.thresholds import thresholds_for
@@ -75,13 +76,11 @@ class WriteOutcome:
 
 def _enqueue_sync(memory_ids_versions: list[tuple[int, int]], org_id: int, user_id: str) -> None:
     from memory.cache import user_generation_bump
-    from memory.enqueue import enqueue
-    from memory.tasks import memory_sync as memory_sync_task
 
     def fire():
         user_generation_bump(org_id, user_id)
         for memory_id, version in memory_ids_versions:
-            enqueue(memory_sync_task, memory_id, version)
+            enqueue(MEMORY_SYNC, memory_id, version)
 
     transaction.on_commit(fire, robust=True)
 
