@@ -11,7 +11,7 @@ def healthz(request):
     return JsonResponse({"status": "ok"})
 
 
-def _check(fn) -> dict:
+def run_check(fn) -> dict:
     started = time.perf_counter()
     try:
         detail = fn() or {}
@@ -20,7 +20,7 @@ def _check(fn) -> dict:
         return {"status": "down", "error": type(exc).__name__}
 
 
-def _database():
+def check_database():
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
     return {"vendor": connection.vendor}
@@ -39,7 +39,7 @@ def cache_backend() -> tuple[str, str]:
     return _CACHE_BACKENDS.get(backend, (backend.rsplit(".", 1)[-1], backend))
 
 
-def _cache():
+def check_cache():
     name = cache_backend()[0]
     if name == "redis" and settings.CACHES["default"]["BACKEND"].startswith("django_redis"):
         from django_redis import get_redis_connection
@@ -52,7 +52,7 @@ def _cache():
     return {"backend": name}
 
 
-def _vectors():
+def check_vectors():
     from memory.vector_index import get_vector_index
 
     index = get_vector_index()
@@ -60,7 +60,7 @@ def _vectors():
     return {"backend": type(index).__name__, "collection": live, "points": index.count() if live else 0}
 
 
-def _broker():
+def check_broker():
     if settings.CELERY_TASK_ALWAYS_EAGER:
         return {"mode": "eager"}
     from config.celery import app
@@ -70,7 +70,7 @@ def _broker():
     return {"mode": "worker"}
 
 
-def _vector_consumer():
+def check_vector_consumer():
     # Single node with the embedded shard: this process must be consuming the vector queue, or
     # projections wait (reported, not fatal: writes and recall still work).
     from config.vector_consumer import vector_consumer_status
@@ -78,13 +78,13 @@ def _vector_consumer():
     return vector_consumer_status()
 
 
-def _projection_lag():
+def check_projection_lag():
     from memory.selectors import projection_lag
 
     return projection_lag()
 
 
-def _warmup() -> dict:
+def check_warmup() -> dict:
     from memory.warmup import warmup_status
 
     state = warmup_status()
@@ -93,13 +93,13 @@ def _warmup() -> dict:
     return {"state": state["status"], **({"seconds": state["seconds"]} if "seconds" in state else {})}
 
 
-def _extraction():
+def check_extraction():
     from memory.selectors import extraction_pending
 
     return extraction_pending()
 
 
-def _maintenance():
+def check_maintenance():
     from memory.scheduler import maintenance_status
 
     return maintenance_status()
@@ -108,19 +108,19 @@ def _maintenance():
 def readyz(request):
     from memory.warmup import warmup_status
 
-    warmup = _check(_warmup)
+    warmup = run_check(check_warmup)
     warm = warmup["status"] == "ok"
     if not warm:
         state = warmup_status()
         warmup.update(state=state["status"], **{k: v for k, v in state.items() if k != "status"})
-    checks = {"warmup": warmup, "database": _check(_database), "cache": _check(_cache),
+    checks = {"warmup": warmup, "database": run_check(check_database), "cache": run_check(check_cache),
               # Opening the index is part of the warm-up: don't race it from here.
-              "vector_index": _check(_vectors) if warm else {"status": "loading"},
-              "broker": _check(_broker), "vector_consumer": _check(_vector_consumer)}
+              "vector_index": run_check(check_vectors) if warm else {"status": "loading"},
+              "broker": run_check(check_broker), "vector_consumer": run_check(check_vector_consumer)}
     if checks["database"]["status"] == "ok":
-        checks["projection_lag"] = _check(_projection_lag)
-        checks["extraction"] = _check(_extraction)
-    checks["maintenance"] = _check(_maintenance)
+        checks["projection_lag"] = run_check(check_projection_lag)
+        checks["extraction"] = run_check(check_extraction)
+    checks["maintenance"] = run_check(check_maintenance)
     # Not ready while the models and the index load (the port answers meanwhile: /healthz is 200).
     # Once warm, the database is the only hard dependency: without it we answer 503; the rest degrade.
     ready = warm and checks["database"]["status"] == "ok"

@@ -8,11 +8,16 @@ set stays bounded. Nothing here reads message or memory text.
 import hmac
 import logging
 import time
-from datetime import timedelta
 
 from django.conf import settings
 from django.http import HttpResponse
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+)
 from prometheus_client.core import GaugeMetricFamily
 
 logger = logging.getLogger(__name__)
@@ -24,22 +29,9 @@ LATENCY = Histogram("memsvc_http_request_seconds", "HTTP request latency", ["rou
 
 
 def backlog() -> dict[str, int]:
-    """The backlog figures (also sampled into the console's time series, console/metrics_history.py)."""
-    from django.db.models import F
-    from django.utils import timezone
+    from memory.selectors import backlog_counts
 
-    from conversations.models import Message
-    from memory.models import ForgetRequest, Memory
-    from memory.selectors import EXTRACTABLE_ROLES
-
-    cutoff = timezone.now() - timedelta(seconds=60)
-    return {
-        "lagging": Memory.objects.filter(projected_version__lt=F("version")).count(),
-        "unextracted": Message.objects.filter(extracted_at__isnull=True, created_at__lt=cutoff,
-                                              role__in=EXTRACTABLE_ROLES).count(),
-        "forget_pending": ForgetRequest.objects.filter(status="pending").count(),
-        "forget_approved": ForgetRequest.objects.filter(status="approved").count(),
-    }
+    return backlog_counts()
 
 
 def _vector_index() -> int:

@@ -16,11 +16,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from config import health
-from config.metrics import backlog
 from console.charts import line_chart, status_strip
 from console.metrics_history import BUCKETS, metrics_sample
 from console.models import MetricSample
 from memory.models import MemoryConflict
+from memory.selectors import backlog_counts as backlog
 
 logger = logging.getLogger(__name__)
 
@@ -116,8 +116,8 @@ def metric_series(*, hours: int, now: datetime | None = None) -> dict:
 
 
 def _current() -> dict:
-    checks = {"database": health._check(health._database), "cache": health._check(health._cache),
-              "vector_index": health._check(health._vectors), "broker": health._check(health._broker)}
+    checks = {"database": health.run_check(health.check_database), "cache": health.run_check(health.check_cache),
+              "vector_index": health.run_check(health.check_vectors), "broker": health.run_check(health.check_broker)}
     figures = {}
     if checks["database"]["status"] == "ok":
         b = backlog()

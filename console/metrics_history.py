@@ -19,8 +19,9 @@ from django.conf import settings
 from django.db import close_old_connections
 from django.utils import timezone
 
-from config.metrics import LATENCY, REQUESTS, backlog
+from config.metrics import LATENCY, REQUESTS
 from console.models import MetricSample
+from memory.selectors import backlog_counts as backlog
 
 logger = logging.getLogger(__name__)
 
@@ -92,10 +93,10 @@ def _gauges() -> dict:
     from memory.vector_index import may_open_vector_index
 
     gauges: dict = {}
-    deps = {"database": _check("database", health._database), "cache": _check("cache", health._cache),
-            "broker": _check("broker", health._broker)}
+    deps = {"database": _check("database", health.check_database), "cache": _check("cache", health.check_cache),
+            "broker": _check("broker", health.check_broker)}
     if may_open_vector_index():  # a worker that must leave the embedded shard to its owner cannot tell
-        deps["vector_index"] = _check("vector index", health._vectors)
+        deps["vector_index"] = _check("vector index", health.check_vectors)
     gauges["up"] = deps
     if deps["database"]:
         figures = backlog()

@@ -156,10 +156,10 @@ def _maintenance_view() -> dict:
 
 
 def health_page(request):
-    checks = {"database": health._check(health._database),
-              f"cache ({health.cache_backend()[1]})": health._check(health._cache),
-              "vector index": health._check(health._vectors), "broker": health._check(health._broker)}
-    lag = health._check(health._projection_lag) if checks["database"]["status"] == "ok" else None
+    checks = {"database": health.run_check(health.check_database),
+              f"cache ({health.cache_backend()[1]})": health.run_check(health.check_cache),
+              "vector index": health.run_check(health.check_vectors), "broker": health.run_check(health.check_broker)}
+    lag = health.run_check(health.check_projection_lag) if checks["database"]["status"] == "ok" else None
     org_filter = Org.objects.filter(id=request.GET["org"]).first() if request.GET.get("org", "").isdigit() else None
     page = _page(request, Org.objects.order_by("slug"))
     growth = memory_growth(days=30, org=org_filter)

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 import ahocorasick
 
-from entities.matcher import EntityRef, inside_token, normalize, normalize_key
+from entities.surface import EntityRef, inside_token, normalize, normalize_key
 
 MIN_SKELETON_CHARS = 2  # one character ("车", "塔") is a type word at most, never a name
 MIN_LATIN_SKELETON_CHARS = 3  # "wo" of WO-2026-0012 is no word

@@ -51,3 +51,17 @@ def enqueue(name: str, *args) -> bool:
         # Retry: an eager task that asked to be retried (its backend is down) surfaces here.
         logger.warning("enqueue %s failed (%s); reconcile will repair args=%s", name, type(exc).__name__, args)
         return False
+
+
+def sync_after_commit(memory_ids_versions: list[tuple[int, int]], org_id: int, user_id: str) -> None:
+    """Once the write commits: bump the user's cache generation and project each (memory, version)."""
+    from django.db import transaction
+
+    from memory.cache import user_generation_bump
+
+    def fire():
+        user_generation_bump(org_id, user_id)
+        for memory_id, version in memory_ids_versions:
+            enqueue(MEMORY_SYNC, memory_id, version)
+
+    transaction.on_commit(fire, robust=True)

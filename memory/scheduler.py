@@ -46,11 +46,11 @@ _queued: dict[int, float] = {}  # message id -> monotonic time the sweep queued 
 
 
 def _extraction_sweep() -> int:
-    from config.celery import app
+    from memory.enqueue import tasks_eager
     from memory.maintenance import extraction_resume, resume_age_seconds
 
     now = time.monotonic()
-    if app.conf.task_always_eager:
+    if tasks_eager():
         # Extraction runs in this process: a message older than this process cannot be in flight here,
         # so what a crash or restart left pending is finished at once.
         age = min(resume_age_seconds(), max(0, int(now - _started_at)))

@@ -8,7 +8,7 @@ from memory.extraction.base import (
     ExtractionInput,
     ExtractionResult,
     Extractor,
-    get_extractor,
 )
+from memory.extraction.configured import get_extractor
 
 __all__ = ["Candidate", "ExistingMemory", "ExtractionInput", "ExtractionResult", "Extractor", "get_extractor"]

@@ -6,7 +6,6 @@ functions, so importing this package never requires configured settings.
 """
 from __future__ import annotations
 
-import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -15,7 +14,7 @@ from typing import Any
 __all__ = [
     "ASSERTIONS", "CHANGES", "KINDS", "OPERATIONS", "SCOPES",
     "Candidate", "ExistingMemory", "ExtractionInput", "ExtractionResult", "Extractor",
-    "get_extractor", "setting",
+    "setting",
 ]
 
 KINDS = frozenset({"preference", "fact", "event", "context", "suggestion"})
@@ -101,36 +100,3 @@ def setting(name: str, default: Any) -> Any:
         return getattr(settings, name, default)
     except ImproperlyConfigured:
         return default
-
-
-_cache_lock = threading.Lock()
-_cached: tuple[tuple[Any, ...], Extractor] | None = None
-
-
-def get_extractor() -> Extractor:
-    """The LLM extractor when LLM_BASE_URL is set, else the offline rule extractor.
-
-    The instance is cached per configuration: the LLM extractor keeps a pooled HTTP client and
-    the rule extractor is stateless, but settings may change between tests (override_settings).
-    """
-    global _cached
-    config = (
-        setting("LLM_BASE_URL", ""), setting("LLM_MODEL", ""), setting("LLM_API_KEY", ""),
-        setting("LLM_TIMEOUT", 20.0),
-    )
-    with _cache_lock:
-        if _cached is not None and _cached[0] == config:
-            return _cached[1]
-        if _cached is not None and hasattr(_cached[1], "close"):
-            _cached[1].close()  # the LLM extractor's pooled connections belong to the old endpoint
-        extractor: Extractor
-        if config[0]:
-            from memory.extraction.llm import LLMExtractor
-
-            extractor = LLMExtractor()
-        else:
-            from memory.extraction.rules import RuleExtractor
-
-            extractor = RuleExtractor()
-        _cached = (config, extractor)
-        return extractor

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from conversations.models import Message
 
-__all__ = ["EXTRACTABLE_ROLES", "extraction_pending", "pending_extraction"]
+__all__ = ["EXTRACTABLE_ROLES", "backlog_counts", "extraction_pending", "pending_extraction"]
 
 EXTRACTABLE_ROLES = {"user", "assistant"}  # what extraction reads; tool and system turns are not the user's
 
@@ -28,3 +28,20 @@ def pending_extraction(*, older_than_seconds: int = 60) -> list[int]:
     cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
     return list(Message.objects.filter(extracted_at__isnull=True, created_at__lt=cutoff, role__in=EXTRACTABLE_ROLES)
                 .values_list("id", flat=True)[:1000])
+
+
+def backlog_counts() -> dict[str, int]:
+    """The one backlog read: `/metrics`, `/readyz`'s neighbours and the console's time series
+    (console/metrics_history.py) all show these figures."""
+    from django.db.models import F
+
+    from memory.models import ForgetRequest, Memory
+
+    cutoff = timezone.now() - timedelta(seconds=60)
+    return {
+        "lagging": Memory.objects.filter(projected_version__lt=F("version")).count(),
+        "unextracted": Message.objects.filter(extracted_at__isnull=True, created_at__lt=cutoff,
+                                              role__in=EXTRACTABLE_ROLES).count(),
+        "forget_pending": ForgetRequest.objects.filter(status="pending").count(),
+        "forget_approved": ForgetRequest.objects.filter(status="approved").count(),
+    }

@@ -9,7 +9,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from memory.models import Memory, MemoryConflict
-from memory.services.memories import _enqueue_sync
+from memory.enqueue import sync_after_commit
 from tenancy.db import retry_on_contention
 from tenancy.models import Org
 from tenancy.services import audit_record
@@ -54,7 +54,7 @@ def conflict_resolve(*, org: Org, conflict_id: int, action: str, operator: str,
             Memory.objects.filter(id=older.id).update(status="superseded", superseded_by=newer, active_hash=None,
                                                       version=F("version") + 1, updated_at=now)
             older.refresh_from_db(fields=["version"])
-            _enqueue_sync([(older.id, older.version)], org.id, older.user_id)
+            sync_after_commit([(older.id, older.version)], org.id, older.user_id)
             audit_record(org=org, actor=operator, actor_kind=actor_kind, action="memory.supersede",
                          target_type="memory", target_id=str(older.id),
                          detail={"superseded_by": newer.id, "conflict": conflict.id, "version": older.version})

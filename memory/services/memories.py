@@ -15,7 +15,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from memory.enqueue import MEMORY_SYNC, enqueue
+from memory.enqueue import sync_after_commit
 from memory.models import EntityLink, Memory, MemoryEmbedding, MemorySource, MemoryVersion, MemoryWriteLock
 from memory.textnorm import content_hash
 from memory.thresholds import thresholds_for
@@ -72,17 +72,6 @@ class WriteOutcome:
     superseded: list[int] = field(default_factory=list)
     similarity: float | None = None
     conflicts: list[int] = field(default_factory=list)  # older memories kept beside it as possible conflicts
-
-
-def _enqueue_sync(memory_ids_versions: list[tuple[int, int]], org_id: int, user_id: str) -> None:
-    from memory.cache import user_generation_bump
-
-    def fire():
-        user_generation_bump(org_id, user_id)
-        for memory_id, version in memory_ids_versions:
-            enqueue(MEMORY_SYNC, memory_id, version)
-
-    transaction.on_commit(fire, robust=True)
 
 
 def _lock_user(org: Org, user_id: str) -> None:
@@ -289,7 +278,7 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
             superseded.append(old.id)
         conflicts = conflicts_record(memory, similar, decisions, set(superseded))
         versions = dict(Memory.objects.filter(id__in=superseded).values_list("id", "version"))
-        _enqueue_sync([(memory.id, memory.version)] + list(versions.items()), inp.org.id, inp.user_id)
+        sync_after_commit([(memory.id, memory.version)] + list(versions.items()), inp.org.id, inp.user_id)
         for old_id in superseded:
             audit_record(org=inp.org, actor=inp.actor or inp.created_by, actor_kind="system" if inp.created_by == "extractor" else "api",
                          action="memory.supersede", target_type="memory", target_id=str(old_id),
@@ -368,7 +357,7 @@ def memory_update(*, memory_id: int, content: str, actor: str, created_by: str =
         _store_embedding(memory, vector, embedder.model_id)
         audit_record(org=memory.org, actor=actor, actor_kind="operator" if created_by == "operator" else "api",
                      action="memory.update", target_type="memory", target_id=str(memory.id), detail={"version": memory.version})
-        _enqueue_sync([(memory.id, memory.version)], memory.org_id, memory.user_id)
+        sync_after_commit([(memory.id, memory.version)], memory.org_id, memory.user_id)
     return memory
 
 
@@ -393,7 +382,7 @@ def memory_annotate(*, memory_id: int, actor: str, metadata: dict | None = None,
         memory.save(update_fields=fields)
         audit_record(org=memory.org, actor=actor, actor_kind="api", action="memory.annotate", target_type="memory",
                      target_id=str(memory.id), detail={"version": memory.version, "fields": fields[2:]})
-        _enqueue_sync([(memory.id, memory.version)], memory.org_id, memory.user_id)
+        sync_after_commit([(memory.id, memory.version)], memory.org_id, memory.user_id)
     return memory
 
 
@@ -410,7 +399,7 @@ def memory_invalidate(*, memory_id: int, reason: str, actor: str, actor_kind: st
         memory.save(update_fields=["status", "active_hash", "invalidated_at", "invalid_reason", "version", "updated_at"])
         audit_record(org=memory.org, actor=actor, actor_kind=actor_kind, action=f"memory.{status}",
                      target_type="memory", target_id=str(memory.id), detail={"reason": reason[:50], "version": memory.version})
-        _enqueue_sync([(memory.id, memory.version)], memory.org_id, memory.user_id)
+        sync_after_commit([(memory.id, memory.version)], memory.org_id, memory.user_id)
     return memory
 
 

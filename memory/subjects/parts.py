@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from memory.extraction.text import detect_lang, pos_cut
-from memory.subjects import vocabulary as V
+import memory.subjects.vocabulary as V
 
 __all__ = ["StatementParts", "parse"]
 
