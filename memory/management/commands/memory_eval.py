@@ -81,9 +81,9 @@ class Command(BaseCommand):
         return cleanup
 
     def _drain(self):
-        from config.celery import app
+        from memory.enqueue import tasks_eager
 
-        if app.conf.task_always_eager:
+        if tasks_eager():
             return  # eager: every task already ran inside the request that queued it
         from memory.selectors import projection_lag
 
