@@ -11,31 +11,37 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 from django.db.models import Count
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html, format_html_join
-from django.utils.safestring import mark_safe
+from django.utils.html import format_html
 
 from memory.admin_detail import (  # noqa: F401  (version_diff and supersede_chain are imported from here by tests)
-    forget_requests_for, forget_requests_matching, memory_end, supersede_chain, version_diff, versions_with_diffs)
-from memory.admin_list import EntityFilter, MemoryListColumns, ProjectionFilter, UserFilter, snippet
-from memory.models import EntityLink, ForgetRequest, Memory
+    forget_requests_for,
+    forget_requests_matching,
+    memory_end,
+    supersede_chain,
+    version_diff,
+    versions_with_diffs,
+)
+from memory.admin_forget import APPROVE_PERMISSION, operator_name
+from memory.admin_list import (
+    EntityFilter,
+    MemoryListColumns,
+    ProjectionFilter,
+    UserFilter,
+    snippet,
+)
+from memory.models import EntityLink, Memory
 from memory.services.forget import forget_request_create, forget_request_decide
 from memory.services.memories import memory_invalidate, memory_update
-from tenancy.admin import TextInputFilter
 from tenancy.models import AuditEvent
 
 logger = logging.getLogger(__name__)
 
 DETAIL_ROWS = 50  # rows of a related list shown on a detail page; the full list links to a paginated changelist
-APPROVE_PERMISSION = "memory.approve_forgetrequest"
-
-
-def _operator(request) -> str:
-    return request.user.get_username()
 
 
 # --------------------------------------------------------------------------- forms of the extra pages
@@ -116,7 +122,7 @@ class MemoryAdmin(MemoryListColumns, admin.ModelAdmin):
         if cleared:
             messages.warning(request, f"Clearing {', '.join(cleared)} is not supported by memory_update; kept the old value.")
         try:
-            memory_update(memory_id=obj.pk, content=current.content, actor=_operator(request), created_by="operator",
+            memory_update(memory_id=obj.pk, content=current.content, actor=operator_name(request), created_by="operator",
                           reason="UPDATE", **{k: v for k, v in values.items() if v is not None})
         except ValueError as exc:  # superseded or forgotten between the page load and this save
             messages.error(request, f"Memory {obj.pk} was not changed: {exc}.")
@@ -184,7 +190,7 @@ class MemoryAdmin(MemoryListColumns, admin.ModelAdmin):
         form = EditContentForm(request.POST or None, initial={"content": memory.content})
         if request.method == "POST" and form.is_valid():
             try:
-                updated = memory_update(memory_id=memory.id, content=form.cleaned_data["content"], actor=_operator(request),
+                updated = memory_update(memory_id=memory.id, content=form.cleaned_data["content"], actor=operator_name(request),
                                         created_by="operator", reason=form.cleaned_data["reason"])
             except IntegrityError:
                 form.add_error("content", "Another active memory of this user and kind already has this content.")
@@ -202,7 +208,7 @@ class MemoryAdmin(MemoryListColumns, admin.ModelAdmin):
         memory = self._memory_for_action(request, object_id)
         form = InvalidateForm(request.POST or None)
         if request.method == "POST" and form.is_valid():
-            memory_invalidate(memory_id=memory.id, reason=form.cleaned_data["reason"], actor=_operator(request),
+            memory_invalidate(memory_id=memory.id, reason=form.cleaned_data["reason"], actor=operator_name(request),
                               actor_kind="operator")
             messages.success(request, f"Memory {memory.id} invalidated.")
             return self._back(memory)
@@ -217,7 +223,7 @@ class MemoryAdmin(MemoryListColumns, admin.ModelAdmin):
         if request.method == "POST" and "approve_now" in request.POST and not may_approve:
             raise PermissionDenied  # before anything is written: a viewer may only ask
         if request.method == "POST" and form.is_valid():
-            operator = _operator(request)
+            operator = operator_name(request)
             forget_request = forget_request_create(
                 org=memory.org, subject_user=memory.user_id, requested_by=operator, target="memory",
                 memory_ids=[memory.id], include_messages=form.cleaned_data["include_messages"], via="console")
@@ -245,7 +251,7 @@ class MemoryAdmin(MemoryListColumns, admin.ModelAdmin):
     def invalidate_selected(self, request, queryset):
         done = 0
         for memory_id in queryset.filter(status="active").values_list("id", flat=True):
-            memory_invalidate(memory_id=memory_id, reason="operator", actor=_operator(request), actor_kind="operator")
+            memory_invalidate(memory_id=memory_id, reason="operator", actor=operator_name(request), actor_kind="operator")
             done += 1
         self.message_user(request, f"Invalidated {done} memory(ies).", messages.SUCCESS)
 
@@ -254,151 +260,8 @@ class MemoryAdmin(MemoryListColumns, admin.ModelAdmin):
         groups = defaultdict(list)
         for memory in queryset.exclude(status="forgotten").select_related("org"):
             groups[(memory.org, memory.user_id)].append(memory.id)
-        created = [forget_request_create(org=org, subject_user=user_id, requested_by=_operator(request), target="memory",
+        created = [forget_request_create(org=org, subject_user=user_id, requested_by=operator_name(request), target="memory",
                                          memory_ids=ids, via="console").id for (org, user_id), ids in groups.items()]
         self.message_user(request, f"Created forget request(s) {', '.join(map(str, created)) or '—'}; approve them under "
                                    "Forget requests.", messages.SUCCESS)
 
-
-# --------------------------------------------------------------------------- forget requests
-class SubjectUserFilter(TextInputFilter):
-    title, parameter_name, lookup = "subject user", "subject_user", "subject_user"
-
-
-class RequestMemoryFilter(TextInputFilter):
-    title, parameter_name, lookup = "memory id", "memory", "memory_id"
-
-    def queryset(self, request, queryset):
-        value = (self.value() or "").strip()
-        # The request's first memory (FK) or any memory it matched.
-        return forget_requests_matching(int(value), queryset) if value.isdigit() else queryset
-
-
-def _decide(request, ids, *, approve: bool) -> tuple[int, int]:
-    decided = skipped = 0
-    for request_id in ids:
-        # The row lock serialises two operators deciding the same request; execution is queued on commit.
-        with transaction.atomic():
-            forget_request = ForgetRequest.objects.select_for_update().select_related("org").get(id=request_id)
-            if forget_request.status != "pending":
-                skipped += 1
-                continue
-            forget_request_decide(request=forget_request, approve=approve, operator=_operator(request))
-            decided += 1
-    return decided, skipped
-
-
-@admin.register(ForgetRequest)
-class ForgetRequestAdmin(admin.ModelAdmin):
-    # Eight columns that fit 1280 px: who/when pairs share a cell.
-    list_display = ["id", "owner", "target", "memories", "status", "requested", "decided", "executed"]
-    list_filter = ["status", "target", "requested_via", "org", SubjectUserFilter, RequestMemoryFilter]
-    list_select_related = ["org"]
-    search_fields = ["subject_user", "requested_by", "operator"]
-    list_per_page = 50
-    actions = ["approve_selected", "reject_selected"]
-    readonly_fields = ["org", "subject_user", "requested_by", "requested_via", "target", "memory", "matched_ids",
-                       "echoes", "include_messages", "status", "operator", "created_at", "decided_at", "executed_at",
-                       "result"]
-    fields = readonly_fields + ["query"]
-
-    @admin.display(description="org / subject user", ordering="subject_user")
-    def owner(self, obj):
-        return format_html("{}<br>{}", obj.org.slug, obj.subject_user or "—")
-
-    @admin.display(description="echoes (removed with it)")
-    def echoes(self, obj):
-        """Episodes that restate the matched memories (the user's turn, the assistant's acknowledgement, the
-        same fact said elsewhere): the operator approves their removal together with the matches."""
-        if obj.status in ("executed", "rejected") or obj.target == "user":
-            return (obj.result or {}).get("echoes_forgotten", "—")
-        from memory.services.forget_echoes import forget_echoes
-
-        found = forget_echoes(org_id=obj.org_id, user_id=obj.subject_user, memory_ids=obj.matched_ids or [])
-        if not found:
-            return "none"
-        return format_html_join(mark_safe("<br>"), '<a href="{}">{}</a> ({}, echo of {}): {}', (
-            (reverse("admin:memory_memory_change", args=[e.memory.id]), e.memory.id, e.why, e.of, snippet(e.memory))
-            for e in found))
-
-    @admin.display(description="memories")
-    def memories(self, obj):
-        ids = list(dict.fromkeys(([obj.memory_id] if obj.memory_id else []) + list(obj.matched_ids or [])))
-        if not ids:
-            return "all of the user's" if obj.target == "user" else "—"
-        links = format_html_join(", ", '<a href="{}">{}</a>', ((reverse("admin:memory_memory_change", args=[i]), i)
-                                                              for i in ids[:5]))
-        return format_html("{}{}", links, f" … ({len(ids)})" if len(ids) > 5 else "")
-
-    @admin.display(description="requested", ordering="created_at")
-    def requested(self, obj):
-        return format_html('{}<br><span class="console-muted">via {} · {}</span>', obj.requested_by, obj.requested_via,
-                           obj.created_at.strftime("%Y-%m-%d %H:%M"))
-
-    @admin.display(description="decided", ordering="decided_at")
-    def decided(self, obj):
-        if not obj.decided_at:
-            return "—"
-        return format_html('{}<br><span class="console-muted">{}</span>', obj.operator, obj.decided_at.strftime("%Y-%m-%d %H:%M"))
-
-    @admin.display(description="executed", ordering="executed_at")
-    def executed(self, obj):
-        if not obj.executed_at:
-            return "—"
-        counts = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in (obj.result or {}).items())
-        return format_html('{}<br><span class="console-muted">{}</span>', obj.executed_at.strftime("%Y-%m-%d %H:%M"), counts)
-
-    def get_readonly_fields(self, request, obj=None):
-        return self.fields  # the query text is shown to the deciding operator, never editable
-
-    def has_add_permission(self, request):
-        return False  # requests come from the API and the console's forget pages
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-    def has_approve_permission(self, request, obj=None):
-        """Deciding (approve or reject) is a permission of its own (the "Console approver" role)."""
-        return request.user.has_perm(APPROVE_PERMISSION)
-
-    def change_view(self, request, object_id, form_url="", extra_context=None):
-        extra_context = {**(extra_context or {}), "show_save": False, "show_save_and_continue": False,
-                         "show_save_and_add_another": False, "show_delete": False,
-                         "can_approve": self.has_approve_permission(request)}
-        return super().change_view(request, object_id, form_url, extra_context)
-
-    def get_urls(self):
-        wrap = self.admin_site.admin_view
-        return [path("<int:object_id>/decide/", wrap(self.decide_view), name="memory_forgetrequest_decide")] + super().get_urls()
-
-    def decide_view(self, request, object_id):
-        if request.method != "POST":
-            return HttpResponseRedirect(reverse("admin:memory_forgetrequest_change", args=[object_id]))
-        obj = self.get_object(request, str(object_id))
-        if obj is None:
-            raise Http404
-        if not self.has_approve_permission(request, obj):
-            raise PermissionDenied
-        approve = "approve" in request.POST
-        decided, _ = _decide(request, [obj.id], approve=approve)
-        if decided:
-            messages.success(request, f"Forget request {obj.id} {'approved' if approve else 'rejected'} by {_operator(request)}.")
-        else:
-            messages.warning(request, f"Forget request {obj.id} was no longer pending.")
-        return HttpResponseRedirect(reverse("admin:memory_forgetrequest_change", args=[obj.id]))
-
-    @admin.action(description="Approve selected forget requests", permissions=["approve"])
-    def approve_selected(self, request, queryset):
-        decided, skipped = _decide(request, list(queryset.values_list("id", flat=True)), approve=True)
-        self.message_user(request, f"Approved {decided} forget request(s) as {_operator(request)}; execution queued."
-                          + (f" {skipped} were no longer pending." if skipped else ""), messages.SUCCESS)
-
-    @admin.action(description="Reject selected forget requests", permissions=["approve"])
-    def reject_selected(self, request, queryset):
-        decided, skipped = _decide(request, list(queryset.values_list("id", flat=True)), approve=False)
-        self.message_user(request, f"Rejected {decided} forget request(s) as {_operator(request)}."
-                          + (f" {skipped} were no longer pending." if skipped else ""), messages.SUCCESS)
-
-
-# The read-only record browsers (versions, sources, entity links, forget rules) register themselves there.
-from memory import admin_records  # noqa: E402,F401
