@@ -20,6 +20,7 @@ from memory.extraction.lexicon import Lexicon
 from memory.extraction.rules_en import EN
 from memory.extraction.rules_zh import ZH
 from memory.extraction.slots import SlotParts
+from memory.extraction.standing import onset, read, task_scope
 from memory.extraction.text import clean, detect_lang, split_sentences, strip_end
 from memory.extraction.timeexpr import TimeRef, find_times, rewrite_times
 
@@ -136,7 +137,7 @@ class RuleExtractor(Extractor):
         if lex.chit_chat.search(s) and not standing:
             return []
 
-        if lex.task_marker.search(s) and lex.task_instruction.search(s):
+        if (lex.task_marker.search(s) and lex.task_instruction.search(s)) or task_scope(s, lex.lang):
             if lex.long_term.search(s):
                 # "这次先按A，以后都按B": two instructions with different lifetimes, one per clause.
                 clauses = [c for c in re.split(r"[，,]", s) if c.strip()]
@@ -168,6 +169,10 @@ class RuleExtractor(Extractor):
         future = [t for t in times if t.tense == "future"]
         past = [t for t in times if t.tense != "future"]
 
+        # Everyday wording with no cue word: what the sentence's structure says (standing.py).
+        reading = None if standing else read(s, lex.lang)
+        if reading is not None and reading.kind == "preference":
+            standing = True
         if standing:
             if change == "migration":
                 change = "update"  # a changed preference replaces the old one; nothing moved
@@ -176,6 +181,9 @@ class RuleExtractor(Extractor):
             return []
         if self._states_attribute(s, lex):
             # "我女儿的生日是5月14号": a date can be the value of a standing fact, not an event or a plan.
+            return [self._statement("fact", s, lex, at, times, change, old_values, explicit)]
+        if change in ("migration", "update") and onset(s, lex.lang):
+            # "从下个月起，发车时间调到五点半": a change of what holds, announced ahead of time.
             return [self._statement("fact", s, lex, at, times, change, old_values, explicit)]
         if future and not past and not first_person and change != "correction":
             # "下周二上午给2号收割机做保养" / "时间改到明天下午三点": arrangements of the task at hand.
@@ -190,7 +198,9 @@ class RuleExtractor(Extractor):
             now_fact = self._clause_fact(s, lex, at, times, old_values, explicit, now_only=True)
             if now_fact:
                 return now_fact
-        if self._is_event(s, lex, times, first_person):
+        if reading is not None and reading.kind == "fact":
+            return [self._statement("fact", s, lex, at, times, change, old_values, explicit)]
+        if reading is not None and reading.kind == "event" or self._is_event(s, lex, times, first_person):
             when = next((t for t in past if t.grain in _PRECISE_GRAINS), past[0] if past else None)
             return [self._event(s, lex, at, when, explicit, change=change)]
         if self._is_fact(s, lex, first_person) or change == "correction":
