@@ -100,6 +100,7 @@ class RuleExtractor(Extractor):
             else:
                 statements.extend(self._user(sentence, lex, inp.occurred_at))
 
+        statements = _merge_retractions(statements)
         candidates: list[Candidate] = []
         seen: set[str] = set()
         for st in statements:
@@ -171,6 +172,8 @@ class RuleExtractor(Extractor):
 
         # Everyday wording with no cue word: what the sentence's structure says (standing.py).
         reading = None if standing else read(s, lex.lang)
+        if reading is not None and reading.kind == "fact" and (lex.is_request(s) or lex.proposal.search(s)):
+            reading = None  # a standing-looking request to act now ("把每周的报表列一下") stays a request
         if reading is not None and reading.kind == "preference":
             standing = True
         if standing:
@@ -182,9 +185,9 @@ class RuleExtractor(Extractor):
         if self._states_attribute(s, lex):
             # "我女儿的生日是5月14号": a date can be the value of a standing fact, not an event or a plan.
             return [self._statement("fact", s, lex, at, times, change, old_values, explicit)]
-        if change in ("migration", "update") and onset(s, lex.lang):
+        if onset(s, lex.lang) and (change in ("migration", "update") or (future and not first_person)):
             # "从下个月起，发车时间调到五点半": a change of what holds, announced ahead of time.
-            return [self._statement("fact", s, lex, at, times, change, old_values, explicit)]
+            return [self._statement("fact", s, lex, at, times, change or "update", old_values, explicit)]
         if future and not past and not first_person and change != "correction":
             # "下周二上午给2号收割机做保养" / "时间改到明天下午三点": arrangements of the task at hand.
             return [self._task(s, lex, at, explicit)]
@@ -390,3 +393,27 @@ def _drop_spans(s: str, times: list[TimeRef]) -> str:
     for t in sorted(times, key=lambda t: t.start, reverse=True):
         s = s[: t.start] + " " + s[t.end:]
     return s
+
+
+_RETRACTION = re.compile(r"\b(?:don'?t|do not|no longer|not\b.*\bany ?more)\b|不再|不用|停用|不.{0,6}了$", re.I)
+
+
+def _merge_retractions(statements: list[_Statement]) -> list[_Statement]:
+    """"We don't use the Excel spreadsheet anymore; logs now live in FarmLogs": the first sentence
+    only retracts an old value, the next says what replaced it. Stored apart, the retraction
+    would be the current memory of the subject; kept as one change, the replacement is."""
+    out: list[_Statement] = []
+    for st in statements:
+        prev = out[-1] if out else None
+        if (prev is not None and prev.change == "update" and _RETRACTION.search(prev.content) and prev.kind == st.kind
+                and st.kind in ("fact", "preference") and not st.old_values and st.scope == prev.scope == "user"):
+            # One change of one subject: the retraction names the subject (its slot), the
+            # replacement the value; the pair is stored as one statement under the old subject.
+            st.content = f"{prev.content}; {st.content}"
+            st.old_values = list(prev.old_values)
+            st.slot, st.slot_key = prev.slot or st.slot, prev.slot_key or st.slot_key
+            st.change = st.change or "update"
+            out[-1] = st
+            continue
+        out.append(st)
+    return out

@@ -48,19 +48,21 @@ _ZH_EVERY = re.compile(rf"每(?:隔|[\u4e00-\u9fff]{{1,2}}?(?={_NUM}))?{_NUM}*{_
 _ZH_HABITUAL = re.compile(r"一直|总是|向来|从来|通常|一般|平时|平常|经常|常年|始终|一律|统一|都是")
 # Anchors of one dated occasion: a sentence carrying one is about that occasion, not a habit.
 _ZH_DATED = re.compile(r"昨天|前天|昨晚|昨夜|今早|今天|今晚|明天|后天|上周|上个?星期|上礼拜|下周|上个?月|下个?月|去年|前年|"
-                       r"刚才|刚刚|那天|当天|最近|\d+月\d+[日号]|[一二三四五六七八九十]+月[一二三四五六七八九十]+[日号]")
+                       r"刚才|刚刚|那天|当天|\d+月\d+[日号]|[一二三四五六七八九十]+月[一二三四五六七八九十]+[日号]")
 _ZH_PAST = re.compile(r"昨天|前天|昨晚|昨夜|今早|上周|上个?星期|上礼拜|上个?月|去年|前年|刚才|刚刚|那天|"
                       r"今天(?:早上|上午|下午|中午|凌晨|晚上)|\d+月\d+[日号]")
 _ZH_ASPECT = re.compile(r"了|过(?![敏])|完(?!整|全|美)")
 _ZH_DEGREE = re.compile(r"很|挺|太|有点|有些|非常|特别|比较|真|好(?![的])")
 # Whom an instruction is for: the assistant acting for the user.
-_ZH_TO_ME = re.compile(r"给我|发我|告诉我|提醒我|通知我|帮我|替我|发给我|给到我|推给我|推送到我|打电话|我(?:一般|通常|只|都)?要")
+_ZH_TO_ME = re.compile(r"给我|发我|告诉我|提醒我|通知我|帮我|替我|发给我|给到我|推给我|推送到我|打电话|我(?:一般|通常|只|都)?要|吧(?=[，,]|$)|[改调换设]一下")
 _ZH_REQUEST_LEAD = re.compile(r"请|麻烦|劳驾")
 _ZH_MANNER = re.compile(r"用|按|以|通过|写成|做成|列成|整理成|发到|传到|推送到|发送到|放到|放在|分开|分组|汇总|附上|带上|标注")
 _ZH_NOW_POINTER = re.compile(r"这|那|一下|刚才|马上|现在|立刻")
 _ZH_COND = re.compile(r"^[^，,]{2,}?(?:的话|的时候|时)[，,]?|^[^，,]{2,}?完[，,]|^(?:如果|要是|只要|凡是|一旦)")
 _ZH_TOTAL = re.compile(rf"一共|总共|共有|合计|总计|{_NUM}+(?:个|台|辆|头|只|棵|亩|间|名|位|张|套|家|所|条|块)")
 _ZH_STATE_OBJ = re.compile(r"对[^，,。了过]{1,12}?(?P<pred>[\u4e00-\u9fff]{2})$")
+_ZH_COPULA = re.compile(r"^(?P<subj>[^，,是]{2,}?)(?:[\u4e00-\u9fff]的)?是(?P<val>[^，,]{1,20})$")
+_ZH_NOW_RULE = re.compile(rf"(?:现在|目前|如今)[^，,]*{_NUM}+[^，,]*就")
 _ZH_CLOCK = re.compile(rf"(?:早上|上午|中午|下午|晚上|凌晨|夜里)?{_NUM}+点(?:半|{_NUM}+分?)?")
 
 # ---------------------------------------------------------------------------- task scope
@@ -129,6 +131,13 @@ def _read_zh(s: str) -> Reading | None:
     m2 = re.search(r"都", s)
     if m2 and to_me and _nominal(s[:m2.start()]):
         return Reading("preference", "topic + 都 + instruction")
+    cop = _ZH_COPULA.match(first)
+    if cop and _nominal(cop.group("subj")) and not _ZH_ASPECT.search(first) and not _ZH_DEGREE.search(first):
+        return Reading("fact", "nominal subject + copula")
+    # "现在车厢超过8度就报警": a rule said to hold now (a condition with 就 and an amount).
+    for clause in re.split(r"[，,；;]", s):
+        if _ZH_NOW_RULE.search(clause):
+            return Reading("preference" if to_me else "fact", "rule that holds now")
     st = _ZH_STATE_OBJ.search(first)
     if st and not _ZH_ASPECT.search(first) and not _ZH_DEGREE.search(first):
         return Reading("fact", "对-phrase + state predicate")
