@@ -172,6 +172,8 @@ class RuleExtractor(Extractor):
 
         # Everyday wording with no cue word: what the sentence's structure says (standing.py).
         reading = None if standing else read(s, lex.lang)
+        if reading is not None and reading.kind != "event" and (lex.opinion.search(s) or _DEMONSTRATIVE.match(s)):
+            reading = None  # a feeling or guess ("I think it's fine"), or about someone pointed at
         if reading is not None and reading.kind == "fact" and (lex.is_request(s) or lex.proposal.search(s)):
             reading = None  # a standing-looking request to act now ("把每周的报表列一下") stays a request
         if reading is not None and reading.kind == "preference":
@@ -411,7 +413,9 @@ def _merge_retractions(statements: list[_Statement]) -> list[_Statement]:
             # replacement the value; the pair is stored as one statement under the old subject.
             st.content = f"{prev.content}; {st.content}"
             st.old_values = list(prev.old_values)
-            st.slot, st.slot_key = prev.slot or st.slot, prev.slot_key or st.slot_key
+            # The key is the retraction's, the value the replacement's: the old value must not
+            # make the change look like a repetition of what is stored.
+            st.slot_key = prev.slot_key or st.slot_key
             st.change = st.change or "update"
             out[-1] = st
             continue
