@@ -11,7 +11,10 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from datetime import datetime
+
 from memory.extraction.text import detect_lang, pos_cut
+from memory.extraction.timeexpr import find_times
 from memory.subjects import vocabulary as V
 
 __all__ = ["StatementParts", "parse"]
@@ -49,6 +52,7 @@ _ZH_NOMINAL = ("n", "nr", "nrt", "nrfg", "ns", "nt", "nz", "ng", "eng", "m", "mq
 _ZH_IDENT = re.compile(r"^(?:\d+|[一二三四五六七八九十]+|[A-Za-z]+\d+|#\d+|[A-Za-z]\d*)号?$")
 
 
+_REF = datetime.fromisoformat("2026-01-01T00:00:00+00:00")  # any reference: only "is it a time" is asked
 _ZH_NO_LONGER = re.compile(r"不[\u4e00-\u9fff].*了$")
 
 
@@ -97,6 +101,8 @@ def _zh_value_run(tokens: list[tuple[str, str]], start: int, pred: str) -> tuple
     while i < len(tokens):
         word, flag = tokens[i]
         first = not value
+        if first and flag == "t" and not find_times(word, _REF, "zh"):
+            flag = "nr"  # jieba tags some names as time words ("老周"); a non-time is a name here
         if first and (word in ("了", "成", "为", "到") or flag in ("ul", "uz")):
             i += 1
             continue
@@ -157,6 +163,10 @@ def _zh_parse(text: str) -> StatementParts:
                 continue
             if word == "号":
                 continue
+            if flag in ("ns", "nt") and j + 1 < pre_end and _nominal(clause[j + 1][1]) and not clause[j + 1][1].startswith("ns"):
+                # "浦东线" / "嘉定仓": a place name picking one of several things out, like "1号".
+                idents.add(word)
+                continue
             if word in _ZH_STOP or flag in _ZH_DROP_FLAGS or flag.startswith("r") or word in V.ZH_MARKERS:
                 continue
             if flag.startswith("m") or flag == "eng" and re.search(r"\d", word):
@@ -170,8 +180,10 @@ def _zh_parse(text: str) -> StatementParts:
             preds.add(pred)
             value, nouns, end = _zh_value_run(clause, marker_at[0] + span, pred)
             tail = [w for w, f in clause[end + 1:] if _nominal(f)] if end < len(clause) and clause[end][0] == "的" else []
-            if pred == "be" and strong and value and tail:
-                # "张老师是孩子的班主任": the value comes first, the attribute after 的.
+            if pred == "be" and strong and value and tail and not re.search(r"[\dA-Za-z]", "".join(value)):
+                # "张老师是孩子的班主任": the value comes first, the attribute after 的. A value with digits
+            # or Latin letters is a specification of the noun after 的, never its owner
+            # ("用的是15W-40的机油": the oil is the attribute, 15W-40 its value).
                 raw = [w for w, _ in clause[:marker_at[0]] if _zh_canon(w) in strong]
                 values.append("".join(raw))
                 for word in raw:
