@@ -8,7 +8,7 @@ a clause without a marker holds subject words ("提醒方式改一下").
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from datetime import datetime
@@ -32,6 +32,9 @@ class StatementParts:
     preds: frozenset[str]  # marker classes used (be / loc / have / name / change)
     cue: bool  # a change cue is present
     masked: str  # the statement with its values replaced by a placeholder
+    # Kinds of value the statement states (a clock time, a duration, a temperature, an amount of
+    # money): "提前十五分钟" names its attribute (how early) only through the kind of its value.
+    value_kinds: frozenset[str] = frozenset()
 
     @property
     def strong_terms(self) -> set[str]:
@@ -388,6 +391,21 @@ def _norm(text: str) -> str:
     return re.sub(r"[\s，,。.！!？?；;：:、\"'“”‘’()（）-]+", "", text).casefold()
 
 
+_VALUE_KINDS = [
+    ("clock", re.compile(r"[\d一二两三四五六七八九十]+点(?:半|[\d一二三四五六七八九十]+分?)?(?!钟)|\d{1,2}:\d{2}|"
+                         r"\b\d{1,2}(?::\d{2})?\s?(?:am|pm|a\.m\.|p\.m\.)|\bo'?clock\b", re.I)),
+    ("duration", re.compile(r"[\d一二两三四五六七八九十百千半几]+个?(?:分钟|小时|钟头|天|周|星期|个月|年)|半小时|"
+                            r"\b(?:\d+|one|two|three|four|five|six|ten|fifteen|twenty|thirty|half an?)\s+(?:minutes?|hours?|days?|"
+                            r"weeks?|months?)\b", re.I)),
+    ("temperature", re.compile(r"[\d一二两三四五六七八九十]+(?:度|℃)|\d+\s?(?:degrees?|°)", re.I)),
+    ("money", re.compile(r"[\d一二两三四五六七八九十百千万]+(?:元|块钱?)|[$¥€£]\s?\d|\b\d+\s?(?:dollars|yuan|euros?)\b", re.I)),
+]
+
+
+def value_kinds(text: str) -> frozenset[str]:
+    return frozenset(kind for kind, pattern in _VALUE_KINDS if pattern.search(text))
+
+
 @lru_cache(maxsize=8192)
 def parse(text: str, subject: str | None = None) -> StatementParts:
     """Parts of one statement; `subject` (from an LLM extractor) names the attribute explicitly and
@@ -404,4 +422,4 @@ def parse(text: str, subject: str | None = None) -> StatementParts:
         parts = StatementParts(lang=parts.lang, terms=words, weak=named.weak | parts.weak, heads=heads,
                                idents=named.idents | parts.idents, values=parts.values, old_values=parts.old_values,
                                preds=parts.preds, cue=parts.cue, masked=parts.masked)
-    return parts
+    return replace(parts, value_kinds=value_kinds(text))
