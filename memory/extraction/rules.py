@@ -20,6 +20,7 @@ from memory.extraction.lexicon import Lexicon
 from memory.extraction.rules_en import EN
 from memory.extraction.rules_zh import ZH
 from memory.extraction.slots import SlotParts
+from memory.extraction.standing import onset, read, task_scope
 from memory.extraction.text import clean, detect_lang, split_sentences, strip_end
 from memory.extraction.timeexpr import TimeRef, find_times, rewrite_times
 
@@ -99,6 +100,7 @@ class RuleExtractor(Extractor):
             else:
                 statements.extend(self._user(sentence, lex, inp.occurred_at))
 
+        statements = _merge_retractions(statements)
         candidates: list[Candidate] = []
         seen: set[str] = set()
         for st in statements:
@@ -136,7 +138,7 @@ class RuleExtractor(Extractor):
         if lex.chit_chat.search(s) and not standing:
             return []
 
-        if lex.task_marker.search(s) and lex.task_instruction.search(s):
+        if (lex.task_marker.search(s) and lex.task_instruction.search(s)) or task_scope(s, lex.lang):
             if lex.long_term.search(s):
                 # "这次先按A，以后都按B": two instructions with different lifetimes, one per clause.
                 clauses = [c for c in re.split(r"[，,]", s) if c.strip()]
@@ -168,6 +170,14 @@ class RuleExtractor(Extractor):
         future = [t for t in times if t.tense == "future"]
         past = [t for t in times if t.tense != "future"]
 
+        # Everyday wording with no cue word: what the sentence's structure says (standing.py).
+        reading = None if standing else read(s, lex.lang)
+        if reading is not None and reading.kind != "event" and (lex.opinion.search(s) or _DEMONSTRATIVE.match(s)):
+            reading = None  # a feeling or guess ("I think it's fine"), or about someone pointed at
+        if reading is not None and reading.kind == "fact" and (lex.is_request(s) or lex.proposal.search(s)):
+            reading = None  # a standing-looking request to act now ("把每周的报表列一下") stays a request
+        if reading is not None and reading.kind == "preference":
+            standing = True
         if standing:
             if change == "migration":
                 change = "update"  # a changed preference replaces the old one; nothing moved
@@ -177,6 +187,9 @@ class RuleExtractor(Extractor):
         if self._states_attribute(s, lex):
             # "我女儿的生日是5月14号": a date can be the value of a standing fact, not an event or a plan.
             return [self._statement("fact", s, lex, at, times, change, old_values, explicit)]
+        if onset(s, lex.lang) and (change in ("migration", "update") or (future and not first_person)):
+            # "从下个月起，发车时间调到五点半": a change of what holds, announced ahead of time.
+            return [self._statement("fact", s, lex, at, times, change or "update", old_values, explicit)]
         if future and not past and not first_person and change != "correction":
             # "下周二上午给2号收割机做保养" / "时间改到明天下午三点": arrangements of the task at hand.
             return [self._task(s, lex, at, explicit)]
@@ -190,7 +203,9 @@ class RuleExtractor(Extractor):
             now_fact = self._clause_fact(s, lex, at, times, old_values, explicit, now_only=True)
             if now_fact:
                 return now_fact
-        if self._is_event(s, lex, times, first_person):
+        if reading is not None and reading.kind == "fact":
+            return [self._statement("fact", s, lex, at, times, change, old_values, explicit)]
+        if reading is not None and reading.kind == "event" or self._is_event(s, lex, times, first_person):
             when = next((t for t in past if t.grain in _PRECISE_GRAINS), past[0] if past else None)
             return [self._event(s, lex, at, when, explicit, change=change)]
         if self._is_fact(s, lex, first_person) or change == "correction":
@@ -380,3 +395,29 @@ def _drop_spans(s: str, times: list[TimeRef]) -> str:
     for t in sorted(times, key=lambda t: t.start, reverse=True):
         s = s[: t.start] + " " + s[t.end:]
     return s
+
+
+_RETRACTION = re.compile(r"\b(?:don'?t|do not|no longer|not\b.*\bany ?more)\b|不再|不用|停用|不.{0,6}了$", re.I)
+
+
+def _merge_retractions(statements: list[_Statement]) -> list[_Statement]:
+    """"We don't use the Excel spreadsheet anymore; logs now live in FarmLogs": the first sentence
+    only retracts an old value, the next says what replaced it. Stored apart, the retraction
+    would be the current memory of the subject; kept as one change, the replacement is."""
+    out: list[_Statement] = []
+    for st in statements:
+        prev = out[-1] if out else None
+        if (prev is not None and prev.change == "update" and _RETRACTION.search(prev.content) and prev.kind == st.kind
+                and st.kind in ("fact", "preference") and not st.old_values and st.scope == prev.scope == "user"):
+            # One change of one subject: the retraction names the subject (its slot), the
+            # replacement the value; the pair is stored as one statement under the old subject.
+            st.content = f"{prev.content}; {st.content}"
+            st.old_values = list(prev.old_values)
+            # The key is the retraction's, the value the replacement's: the old value must not
+            # make the change look like a repetition of what is stored.
+            st.slot_key = prev.slot_key or st.slot_key
+            st.change = st.change or "update"
+            out[-1] = st
+            continue
+        out.append(st)
+    return out

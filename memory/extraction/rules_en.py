@@ -57,8 +57,17 @@ _NOT_X_BUT_Y = re.compile(r"^(?P<pre>.*?)\bnot\s+(?P<old>[^,]+?),?\s+but\s+(?P<n
 _Y_NOT_X = re.compile(r",\s*(?:and\s+)?(?:not|rather than|instead of)\s+(?:in\s+|at\s+)?(?P<old>[^,.;]+)", re.I)
 
 
+# "I miscounted earlier: ..." / "we got that wrong, ...": the speaker's comment on the mistake.
+_SELF_ERROR = re.compile(r"^(?:i|we)\b[^:;,]{0,30}?\b(?:mis\w+|wrong|a mistake)\b[^:;,]{0,20}[:;,]\s*", re.I)
+
+
 def _strip_correction(text: str) -> tuple[str, list[str]]:
     s = text
+    while True:
+        stripped = _SELF_ERROR.sub("", _CORRECTION_LEAD.sub("", s, count=1), count=1)
+        if stripped == s:
+            break
+        s = stripped
     while True:
         stripped = _CORRECTION_LEAD.sub("", s, count=1)
         if stripped == s:

@@ -225,7 +225,9 @@ _ZH_PATTERNS: list[tuple[re.Pattern[str], _ZhResolver]] = [
     (re.compile(r"(?P<rel>前年|去年|今年)(?P<m>\d{1,2}|[一二三四五六七八九十]{1,2})月(?:份)?"
                 r"(?:(?P<d>\d{1,2}|[一二三四五六七八九十]{1,3})[日号])?"), _zh_year_month),
     (re.compile(r"大前天|前天|昨天|昨日|昨晚|昨儿|今天|今日|今早|今晚|今儿|明天|明日|明早|明晚|大后天|后天"), _zh_day),
-    (re.compile(r"(?:(?P<rel>上上|下下|上|下|这|本)个?|(?<![每一两二三四五六七八九十几\d]))"
+    # Without 上/下/这/本 only a weekday is a time: a bare 周 is as often a name (老周, 周姐) or a
+    # word (周报) as "this week".
+    (re.compile(r"(?:(?P<rel>上上|下下|上|下|这|本)个?|(?<![每一两二三四五六七八九十几\d])(?=(?:周|星期|礼拜)[一二三四五六日天1-7]))"
                 r"(?:周|星期|礼拜)(?P<wd>[一二三四五六日天1-7])?(?![末度期])"), _zh_week),
     (re.compile(r"(?P<rel>上上|上|下|这|本)个?月(?!份?[\d一二三四五六七八九十])"), _zh_month),
     (re.compile(r"前年|去年|今年|明年|后年"), _zh_year),

@@ -83,6 +83,14 @@ def _lex(a: StatementParts, b: StatementParts) -> float:
     return min(1.0, inter / union) if union else 0.0
 
 
+KIND_HEAD = 0.5
+
+
+def _shares_subject_word(a: StatementParts, b: StatementParts) -> bool:
+    strong_a, strong_b = a.strong_terms, b.strong_terms
+    return any(t == u or _char_related(t, u) for t in strong_a for u in strong_b)
+
+
 def distinct(older: StatementParts, newer: StatementParts) -> bool:
     """Two statements that name different things, or give one attribute different values, are never
     the same memory, however close their embeddings (1号/2号收割机的保养周期 score above 0.85)."""
@@ -105,9 +113,14 @@ def pair_features(older: StatementParts, newer: StatementParts, *, masked: float
     old_named = bool(set(older.values) & set(newer.old_values)) or any(
         len(v) >= 2 and any(v in o or o in v for o in newer.old_values) for v in older.values)
     head = _head_match(older, newer)
+    kind_head = False
+    if not head and older.value_kinds & newer.value_kinds and _shares_subject_word(older, newer):
+        # "日程提醒默认提前十五分钟" / "提醒时间…统一提前半小时": the attribute is named only by the
+        # kind of its value; one kind of value on a shared subject word is half a head match.
+        head, kind_head = KIND_HEAD, True
     named = lambda p: any(not h.startswith("@") for h in p.heads)  # noqa: E731
     return PairFeatures(slot_equal=slot_equal, ident_conflict=ident_conflict, pred_conflict=pred_conflict,
-                        heads_differ=not head and named(older) and named(newer), head=head, lex=_lex(older, newer), masked=float(masked), full=float(full),
+                        heads_differ=not head and not kind_head and named(older) and named(newer), head=head, lex=_lex(older, newer), masked=float(masked), full=float(full),
                         value_same=value_same, value_differs=value_differs, old_named=old_named, cue=newer.cue)
 
 

@@ -8,11 +8,14 @@ a clause without a marker holds subject words ("提醒方式改一下").
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
+
+from datetime import datetime
 
 from memory.extraction.text import detect_lang, pos_cut
 import memory.subjects.vocabulary as V
+from memory.extraction.timeexpr import find_times
 
 __all__ = ["StatementParts", "parse"]
 
@@ -29,6 +32,9 @@ class StatementParts:
     preds: frozenset[str]  # marker classes used (be / loc / have / name / change)
     cue: bool  # a change cue is present
     masked: str  # the statement with its values replaced by a placeholder
+    # Kinds of value the statement states (a clock time, a duration, a temperature, an amount of
+    # money): "提前十五分钟" names its attribute (how early) only through the kind of its value.
+    value_kinds: frozenset[str] = frozenset()
 
     @property
     def strong_terms(self) -> set[str]:
@@ -49,6 +55,7 @@ _ZH_NOMINAL = ("n", "nr", "nrt", "nrfg", "ns", "nt", "nz", "ng", "eng", "m", "mq
 _ZH_IDENT = re.compile(r"^(?:\d+|[一二三四五六七八九十]+|[A-Za-z]+\d+|#\d+|[A-Za-z]\d*)号?$")
 
 
+_REF = datetime.fromisoformat("2026-01-01T00:00:00+00:00")  # any reference: only "is it a time" is asked
 _ZH_NO_LONGER = re.compile(r"不[\u4e00-\u9fff].*了$")
 
 
@@ -97,6 +104,8 @@ def _zh_value_run(tokens: list[tuple[str, str]], start: int, pred: str) -> tuple
     while i < len(tokens):
         word, flag = tokens[i]
         first = not value
+        if first and flag == "t" and not find_times(word, _REF, "zh"):
+            flag = "nr"  # jieba tags some names as time words ("老周"); a non-time is a name here
         if first and (word in ("了", "成", "为", "到") or flag in ("ul", "uz")):
             i += 1
             continue
@@ -157,6 +166,10 @@ def _zh_parse(text: str) -> StatementParts:
                 continue
             if word == "号":
                 continue
+            if flag in ("ns", "nt") and j + 1 < pre_end and _nominal(clause[j + 1][1]) and not clause[j + 1][1].startswith("ns"):
+                # "浦东线" / "嘉定仓": a place name picking one of several things out, like "1号".
+                idents.add(word)
+                continue
             if word in _ZH_STOP or flag in _ZH_DROP_FLAGS or flag.startswith("r") or word in V.ZH_MARKERS:
                 continue
             if flag.startswith("m") or flag == "eng" and re.search(r"\d", word):
@@ -170,8 +183,10 @@ def _zh_parse(text: str) -> StatementParts:
             preds.add(pred)
             value, nouns, end = _zh_value_run(clause, marker_at[0] + span, pred)
             tail = [w for w, f in clause[end + 1:] if _nominal(f)] if end < len(clause) and clause[end][0] == "的" else []
-            if pred == "be" and strong and value and tail:
-                # "张老师是孩子的班主任": the value comes first, the attribute after 的.
+            if pred == "be" and strong and value and tail and not re.search(r"[\dA-Za-z]", "".join(value)):
+                # "张老师是孩子的班主任": the value comes first, the attribute after 的. A value with digits
+            # or Latin letters is a specification of the noun after 的, never its owner
+            # ("用的是15W-40的机油": the oil is the attribute, 15W-40 its value).
                 raw = [w for w, _ in clause[:marker_at[0]] if _zh_canon(w) in strong]
                 values.append("".join(raw))
                 for word in raw:
@@ -376,6 +391,21 @@ def _norm(text: str) -> str:
     return re.sub(r"[\s，,。.！!？?；;：:、\"'“”‘’()（）-]+", "", text).casefold()
 
 
+_VALUE_KINDS = [
+    ("clock", re.compile(r"[\d一二两三四五六七八九十]+点(?:半|[\d一二三四五六七八九十]+分?)?(?!钟)|\d{1,2}:\d{2}|"
+                         r"\b\d{1,2}(?::\d{2})?\s?(?:am|pm|a\.m\.|p\.m\.)|\bo'?clock\b", re.I)),
+    ("duration", re.compile(r"[\d一二两三四五六七八九十百千半几]+个?(?:分钟|小时|钟头|天|周|星期|个月|年)|半小时|"
+                            r"\b(?:\d+|one|two|three|four|five|six|ten|fifteen|twenty|thirty|half an?)\s+(?:minutes?|hours?|days?|"
+                            r"weeks?|months?)\b", re.I)),
+    ("temperature", re.compile(r"[\d一二两三四五六七八九十]+(?:度|℃)|\d+\s?(?:degrees?|°)", re.I)),
+    ("money", re.compile(r"[\d一二两三四五六七八九十百千万]+(?:元|块钱?)|[$¥€£]\s?\d|\b\d+\s?(?:dollars|yuan|euros?)\b", re.I)),
+]
+
+
+def value_kinds(text: str) -> frozenset[str]:
+    return frozenset(kind for kind, pattern in _VALUE_KINDS if pattern.search(text))
+
+
 @lru_cache(maxsize=8192)
 def parse(text: str, subject: str | None = None) -> StatementParts:
     """Parts of one statement; `subject` (from an LLM extractor) names the attribute explicitly and
@@ -392,4 +422,4 @@ def parse(text: str, subject: str | None = None) -> StatementParts:
         parts = StatementParts(lang=parts.lang, terms=words, weak=named.weak | parts.weak, heads=heads,
                                idents=named.idents | parts.idents, values=parts.values, old_values=parts.old_values,
                                preds=parts.preds, cue=parts.cue, masked=parts.masked)
-    return parts
+    return replace(parts, value_kinds=value_kinds(text))
