@@ -55,7 +55,7 @@ def main(argv=None) -> int:
     from memory.models import Memory
     from memory.selectors.recall_pipeline import RecallQuery, recall
     from memory.services.memories import MemoryInput, memory_write
-    from memory.summaries import window_message
+    from conversations.summaries import window_message
     from memory.vectors import active_embedder
     from tenancy.services import org_get_or_create
 

@@ -29,7 +29,7 @@ from memory.cache import standing_memories
 from memory.context_budget import Part, Stream, allocate
 from memory.context_evidence import EVIDENCE_HEADER, Evidence, EvidenceUnits, evidence_units, render_evidence
 from memory.selectors.recall_pipeline import RecallItem, RecallQuery, recall
-from memory.summaries import summary_covering
+from conversations.summaries import summary_covering
 from tenancy.models import Org
 
 logger = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ import pytest
 
 from conversations.models import HistorySummary
 from memory import llm_summary, summaries
-from memory.llm_summary import PROMPTS_DIR
+from conversations.llm_summary import PROMPTS_DIR
 from tests.conversations.api_helpers import create_conversation
 from tests.memory.extraction.stub_llm_server import Reply, StubLLMServer
 
@@ -87,7 +87,7 @@ def test_an_overlong_llm_summary_is_cut_to_its_budget(api, long_conversation, ll
 ], ids=["prose", "wrong-key", "blank", "bad-envelope", "http-500", "timeout", "dropped"])
 def test_a_failing_llm_falls_back_to_the_extractive_summary(api, long_conversation, llm, reply, caplog):
     llm.enqueue(reply)
-    with caplog.at_level(logging.WARNING, logger="memory.summaries"):
+    with caplog.at_level(logging.WARNING, logger="conversations.summaries"):
         section, body = summary_section(api, long_conversation)
     row = HistorySummary.objects.get()
     assert row.produced_by == "extractive" and len(llm.requests) == 1
@@ -103,6 +103,6 @@ def test_without_an_llm_no_request_is_made(api, long_conversation, stub, setting
 
 
 def test_the_summary_path_is_the_real_module():
-    # memory.summaries imports it at module level: a missing or broken module fails every test that
+    # conversations.summaries imports it at module level: a missing or broken module fails every test that
     # assembles a context, instead of being swallowed at call time.
     assert summaries.summarize_llm is llm_summary.summarize_llm

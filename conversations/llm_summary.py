@@ -1,6 +1,6 @@
 """The rolling summary written by an LLM (any OpenAI-compatible chat-completions endpoint).
 
-Used by memory/summaries.py when `LLM_BASE_URL` is set. It runs inside a context request, so it has
+Used by conversations/summaries.py when `LLM_BASE_URL` is set. It runs inside a context request, so it has
 its own short timeout (`SUMMARY_LLM_TIMEOUT`) and is never retried. Anything but a well-formed answer
 (timeout, transport error, non-200, an envelope without content, content that is not the JSON object
 the prompt asks for, an empty summary) raises `SummaryUnavailable`, and the caller falls back to the

@@ -2,7 +2,7 @@
 
 A summary row covers messages 1..covers_until_seq. It is rolled forward in chunks (previous summary
 + the messages after it), so consecutive turns reuse the same row instead of summarising again.
-LLM summariser when configured (memory/llm_summary.py), extractive otherwise or when the LLM fails;
+LLM summariser when configured (conversations/llm_summary.py), extractive otherwise or when the LLM fails;
 should the extractive one fail too, hard truncation.
 """
 import logging
@@ -14,7 +14,7 @@ from conversations.services import summary_store
 from conversations.summarize import summarize_extractive
 from conversations.tokens import count_tokens, truncate_to_tokens
 from conversations.window import WindowMessage
-from memory.llm_summary import SummaryUnavailable, produced_by, summarize_llm
+from conversations.llm_summary import SummaryUnavailable, produced_by, summarize_llm
 
 logger = logging.getLogger(__name__)
 
