@@ -6,9 +6,9 @@ import logging
 
 import pytest
 
-from conversations.models import HistorySummary
-from memory import llm_summary, summaries
+from conversations import llm_summary, summaries
 from conversations.llm_summary import PROMPTS_DIR
+from conversations.models import HistorySummary
 from tests.conversations.api_helpers import create_conversation
 from tests.memory.extraction.stub_llm_server import Reply, StubLLMServer
 
