@@ -27,7 +27,14 @@ from conversations.window import WindowMessage, WindowPlan
 from conversations.window_cache import window_messages
 from memory.cache import standing_memories
 from memory.context_budget import Part, Stream, allocate
-from memory.context_evidence import EVIDENCE_HEADER, Evidence, EvidenceUnits, evidence_units, render_evidence
+from memory.context_evidence import (
+    EVIDENCE_HEADER,
+    Evidence,
+    EvidenceUnits,
+    evidence_tokens,
+    evidence_units,
+    render_evidence,
+)
 from memory.selectors.recall_pipeline import RecallItem, RecallQuery, recall
 from memory.summaries import summary_covering
 from tenancy.models import Org
@@ -310,7 +317,9 @@ def _render(c: _Candidates, p: _Placement, fixed: _Fixed) -> tuple[list[Section]
     for section in (evidence, task, memories, episodes, summary):
         if section.text:
             out.append({"role": "system", "content": section.text})
-            section.tokens = count_message_tokens(out[-1])
+            # The evidence message is priced from its passages' counts: its text is new on every call.
+            section.tokens = (evidence_tokens(c.evidence, parts["evidence"].taken) if section is evidence
+                              else count_message_tokens(out[-1]))
     out += [m.to_openai() for m in window.included] + [fixed.message]
     # Every message is counted once: the window's units were priced as these very messages.
     total = (REPLY_PRIMING_TOKENS + system.tokens + window.tokens + message.tokens
