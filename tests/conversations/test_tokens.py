@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings as hypothesis_settings, stra
 from conversations.tokens import (
     MESSAGE_OVERHEAD_TOKENS,
     REPLY_PRIMING_TOKENS,
-    count_message_tokens,
     _count_cached,
+    count_message_tokens,
     count_messages_tokens,
     count_prefixed,
     count_tokens,
