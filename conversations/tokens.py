@@ -32,6 +32,7 @@ __all__ = [
     "REPLY_PRIMING_TOKENS",
     "count_message_tokens",
     "count_messages_tokens",
+    "count_prefixed",
     "count_tokens",
     "get_encoding",
     "truncate_to_tokens",
@@ -150,6 +151,56 @@ def _count_cached(text: str) -> int:
     # Context assembly counts the same messages on every turn (and several times per turn):
     # hashing a string is far cheaper than BPE-encoding it again.
     return len(_encode(text))
+
+
+_pretokenizers: dict[str, Any] = {}
+
+
+def _pretokenizer() -> Any:
+    """The encoding's own pre-tokenising pattern: BPE never merges across the pieces it cuts."""
+    encoding = get_encoding()
+    pattern = _pretokenizers.get(encoding.name)
+    if pattern is None:
+        import regex  # tiktoken's own dependency, and the engine its reference implementation uses
+
+        pattern = _pretokenizers[encoding.name] = regex.compile(encoding._pat_str)
+    return pattern
+
+
+def count_prefixed(prefix: str, text: str, text_tokens: int) -> int:
+    """``count_tokens(prefix + text)`` from ``text_tokens`` (= ``count_tokens(text)``), re-encoding
+    only the leading pieces the prefix changes.
+
+    tiktoken cuts text into pieces with a regular expression (no look-behind, so the pieces from
+    any piece boundary on depend only on what follows it) and encodes each piece alone. Walk the
+    pieces of ``text`` and of ``prefix + text`` until they meet at a common boundary: past it both
+    are the same pieces, so only the pieces before it differ.
+    """
+    if not prefix:
+        return text_tokens
+    if not text:
+        return count_tokens(prefix)
+    joined = prefix + text
+    pattern = _pretokenizer()
+    shift = len(prefix)
+    own: list[str] = []  # pieces of text before the meeting point
+    new: list[str] = []  # pieces of prefix + text before it
+    a = b = 0  # ends of the pieces taken so far, in text and in joined
+    while a == 0 or a + shift != b:
+        if b <= a + shift:
+            m = pattern.match(joined, b)
+            if m is None or m.end() == b:  # the pattern covers every character; never seen
+                return count_tokens(joined)
+            new.append(m.group())
+            b = m.end()
+        else:
+            m = pattern.match(text, a)
+            if m is None or m.end() == a:
+                return count_tokens(joined)
+            own.append(m.group())
+            a = m.end()
+    # A piece encodes alone as it does in place (it is its own only piece).
+    return text_tokens - sum(count_tokens(p) for p in own) + sum(count_tokens(p) for p in new)
 
 
 def _content_text(content: Any) -> str:

@@ -25,8 +25,14 @@ __all__ = [
     "message_tokens",
     "normalize_tool_call",
     "select_window",
+    "tool_call_id",
     "truncate_tool_result",
 ]
+
+
+def tool_call_id(call: dict[str, Any]) -> str:
+    """The id ``normalize_tool_call`` gives ``call``, without serialising its arguments."""
+    return str(call.get("id") or "")
 
 
 def normalize_tool_call(call: dict[str, Any]) -> dict[str, Any]:
@@ -40,7 +46,7 @@ def normalize_tool_call(call: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(arguments, str):
         arguments = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), default=str)
     return {
-        "id": str(call.get("id") or ""),
+        "id": tool_call_id(call),
         "type": "function",
         "function": {"name": str(function.get("name") or ""), "arguments": arguments},
     }
@@ -57,7 +63,7 @@ class WindowMessage:
     seq: int = 0
 
     def call_ids(self) -> list[str]:
-        return [normalize_tool_call(c)["id"] for c in self.tool_calls or []]
+        return [tool_call_id(c) for c in self.tool_calls or []]
 
     def to_openai(self) -> dict[str, Any]:
         message: dict[str, Any] = {"role": self.role, "content": self.content or ""}
@@ -216,7 +222,7 @@ def _prepare(
     """The form of ``messages[index]`` that goes into the window, and whether its content was cut."""
     message = messages[index]
     if message.tool_calls:
-        kept_calls = [c for c in message.tool_calls if (index, normalize_tool_call(c)["id"]) in plan.answered]
+        kept_calls = [c for c in message.tool_calls if (index, tool_call_id(c)) in plan.answered]
         if len(kept_calls) != len(message.tool_calls):
             message = dataclasses.replace(message, tool_calls=kept_calls or None)
     if message.role == "tool" and count_tokens(message.content) > tool_result_max_tokens:
@@ -238,17 +244,34 @@ class WindowPlan:
         self.tool_result_max_tokens = tool_result_max_tokens
         self._plan = _plan_units(messages)
         self._prepared: list[tuple[list[WindowMessage], int, list[int]]] = []  # newest first
+        # Prepared units by their messages (object identity: the plans hold them, so no id is reused),
+        # shared with the plans made by after(): a unit of the same messages is prepared the same in
+        # both, since the results answering its calls travel in the unit.
+        self._by_messages: dict[tuple[int, ...], tuple[list[WindowMessage], int, list[int]]] = {}
 
     def __len__(self) -> int:
         return len(self._plan.units)
 
+    def after(self, seq: int) -> WindowPlan:
+        """The plan of the messages after ``seq`` (what a summary up to ``seq`` leaves verbatim),
+        reusing the units this plan has already prepared."""
+        later = WindowPlan([m for m in self.messages if m.seq > seq], query=self.query,
+                           tool_result_max_tokens=self.tool_result_max_tokens)
+        later._by_messages = self._by_messages
+        return later
+
     def _unit(self, i: int) -> tuple[list[WindowMessage], int, list[int]]:
         while len(self._prepared) <= i:
             unit = self._plan.units[len(self._plan.units) - 1 - len(self._prepared)]
-            prepared = [_prepare(self.messages, j, plan=self._plan, query=self.query,
-                                 tool_result_max_tokens=self.tool_result_max_tokens) for j in unit]
-            self._prepared.append(([m for m, _ in prepared], sum(message_tokens(m) for m, _ in prepared),
-                                   [m.id for m, cut in prepared if cut]))
+            key = tuple(id(self.messages[j]) for j in unit)
+            entry = self._by_messages.get(key)
+            if entry is None:
+                prepared = [_prepare(self.messages, j, plan=self._plan, query=self.query,
+                                     tool_result_max_tokens=self.tool_result_max_tokens) for j in unit]
+                entry = ([m for m, _ in prepared], sum(message_tokens(m) for m, _ in prepared),
+                         [m.id for m, cut in prepared if cut])
+                self._by_messages[key] = entry
+            self._prepared.append(entry)
         return self._prepared[i]
 
     def cost(self, i: int) -> int:

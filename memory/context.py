@@ -27,7 +27,14 @@ from conversations.window import WindowMessage, WindowPlan
 from conversations.window_cache import window_messages
 from memory.cache import standing_memories
 from memory.context_budget import Part, Stream, allocate
-from memory.context_evidence import EVIDENCE_HEADER, Evidence, EvidenceUnits, evidence_units, render_evidence
+from memory.context_evidence import (
+    EVIDENCE_HEADER,
+    Evidence,
+    EvidenceUnits,
+    evidence_tokens,
+    evidence_units,
+    render_evidence,
+)
 from memory.selectors.recall_pipeline import RecallItem, RecallQuery, recall
 from conversations.summaries import summary_covering
 from tenancy.models import Org
@@ -264,8 +271,7 @@ def _place(req: ContextRequest, c: _Candidates, shares: dict[str, int], room: in
         return unsummarised
     summary = Section("summary", text=f"Summary of the earlier conversation (messages 1-{row.covers_until_seq}):\n{row.text}",
                       included=[{"summary_id": row.id, "covers_until_seq": row.covers_until_seq, "reused": reused}])
-    later = WindowPlan([m for m in messages if m.seq > row.covers_until_seq], query=req.message,
-                       tool_result_max_tokens=settings.CONTEXT_TOOL_RESULT_MAX_TOKENS)
+    later = plan.after(row.covers_until_seq)
     parts, stream = _parts(c, shares, later, count_message_tokens({"role": "system", "content": summary.text}))
     allocate(list(parts.values()), room)
     if not parts["summary"].taken:  # it was made to fit its share, so this should not happen
@@ -287,7 +293,8 @@ def _lines_section(name: str, header: str, lines: list[_Lines], parts: list[Part
     return section
 
 
-def _render(c: _Candidates, p: _Placement, fixed: _Fixed) -> tuple[list[Section], list[dict]]:
+def _render(c: _Candidates, p: _Placement, fixed: _Fixed) -> tuple[list[Section], list[dict], int]:
+    """The sections, the messages, and their total tokens (reply priming included)."""
     parts = p.parts
     evidence = Section("evidence", text=render_evidence(c.evidence, parts["evidence"].taken),
                        included=[c.evidence.items[i].id for i in sorted(parts["evidence"].taken)],
@@ -310,9 +317,14 @@ def _render(c: _Candidates, p: _Placement, fixed: _Fixed) -> tuple[list[Section]
     for section in (evidence, task, memories, episodes, summary):
         if section.text:
             out.append({"role": "system", "content": section.text})
-            section.tokens = count_message_tokens(out[-1])
+            # The evidence message is priced from its passages' counts: its text is new on every call.
+            section.tokens = (evidence_tokens(c.evidence, parts["evidence"].taken) if section is evidence
+                              else count_message_tokens(out[-1]))
     out += [m.to_openai() for m in window.included] + [fixed.message]
-    return [system, evidence, task, memories, episodes, summary, recent, message], out
+    # Every message is counted once: the window's units were priced as these very messages.
+    total = (REPLY_PRIMING_TOKENS + system.tokens + window.tokens + message.tokens
+             + sum(s.tokens for s in (evidence, task, memories, episodes, summary) if s.text))
+    return [system, evidence, task, memories, episodes, summary, recent, message], out, total
 
 
 def _shrink(p: _Placement) -> bool:
@@ -349,11 +361,9 @@ def assemble_context(req: ContextRequest) -> ContextResult:
     items, degraded = _recall_items(req, _window_ids_beside_memory(req, candidates, shares, room, plan), timings)
     candidates.preferences, candidates.memories, candidates.episodes = _memory_sections(items)
     placement = _place(req, candidates, shares, room, plan)
-    sections, out = _render(candidates, placement, fixed)
-    total = REPLY_PRIMING_TOKENS + sum(count_message_tokens(m) for m in out)
+    sections, out, total = _render(candidates, placement, fixed)
     while total > budget and _shrink(placement):  # hard cap
-        sections, out = _render(candidates, placement, fixed)
-        total = REPLY_PRIMING_TOKENS + sum(count_message_tokens(m) for m in out)
+        sections, out, total = _render(candidates, placement, fixed)
     timings["total"] = (time.perf_counter() - started) * 1000
     return ContextResult(sections=sections, messages=out, total_tokens=total, budget=budget, recall_degraded=degraded,
                          message_truncated=fixed.truncated, timings_ms=timings)

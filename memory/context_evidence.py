@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from conversations.tokens import count_tokens, truncate_to_tokens
+from conversations.tokens import MESSAGE_OVERHEAD_TOKENS, count_prefixed, count_tokens, truncate_to_tokens
 
-__all__ = ["EVIDENCE_HEADER", "Evidence", "EvidenceUnits", "evidence_units", "render_evidence"]
+__all__ = ["EVIDENCE_HEADER", "Evidence", "EvidenceUnits", "evidence_tokens", "evidence_units", "render_evidence"]
 
 EVIDENCE_HEADER = "Evidence for this turn (cite as [n]):"
 CUT_MARKER = " […]"
@@ -29,6 +29,7 @@ class EvidenceUnits:
     items: list[Evidence] = field(default_factory=list)  # best first, texts already cut to the passage cap
     costs: list[int] = field(default_factory=list)  # tokens of each rendered line, its newline included
     truncated: list[str] = field(default_factory=list)  # ids of passages cut to the passage cap
+    spaced: list[int] = field(default_factory=list)  # tokens of " " + each text, as it follows "[n]"
 
 
 def _ranked(evidence: list[Evidence]) -> list[Evidence]:
@@ -57,6 +58,7 @@ def evidence_units(evidence: list[Evidence], *, max_passage_tokens: int) -> Evid
             tokens = count_tokens(item.text)
         units.items.append(item)
         units.costs.append(count_tokens(widest) + tokens + count_tokens(f" (source: {item.source})") + 1)
+        units.spaced.append(count_prefixed(" ", item.text, tokens))
     return units
 
 
@@ -64,3 +66,25 @@ def render_evidence(units: EvidenceUnits, taken: list[int]) -> str:
     """The evidence message: the included passages, best first, numbered from 1."""
     lines = [_line(n, units.items[i]) for n, i in enumerate(sorted(taken), start=1)]
     return "\n".join([EVIDENCE_HEADER, *lines]) if lines else ""
+
+
+def evidence_tokens(units: EvidenceUnits, taken: list[int]) -> int:
+    """Exactly the tokens of the evidence message ``render_evidence`` makes (its framing included),
+    without encoding the passages again.
+
+    The encoder cuts text into pieces and never merges across a cut (``count_prefixed``); the
+    message has a cut before every "[" that opens a line (a piece that holds a newline only grows
+    by more newlines, whitespace or "/"), after every "]" (a space follows), and before the
+    " (source: " that ends a passage's text (a space never joins the piece before it when a
+    non-space follows it). So the message costs the sum of those parts, each counted alone, and
+    a passage's part is its own count with the leading space re-priced.
+    """
+    if not taken:
+        return 0
+    order = sorted(taken)
+    total = MESSAGE_OVERHEAD_TOKENS + count_tokens(EVIDENCE_HEADER + "\n")
+    for n, i in enumerate(order, start=1):
+        newline = "\n" if n < len(order) else ""
+        total += (count_tokens(f"[{n}]") + units.spaced[i]
+                  + count_tokens(f" (source: {units.items[i].source}){newline}"))
+    return total

@@ -7,13 +7,15 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings as hypothesis_settings, strategies as st
+from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
 
 from conversations.tokens import (
     MESSAGE_OVERHEAD_TOKENS,
     REPLY_PRIMING_TOKENS,
+    _count_cached,
     count_message_tokens,
     count_messages_tokens,
+    count_prefixed,
     count_tokens,
     get_encoding,
     truncate_to_tokens,
@@ -162,3 +164,31 @@ def test_truncate_property(text, limit):
     assert count_tokens(cut) <= max(limit, 0)
     if count_tokens(text) <= limit:
         assert cut == text
+
+
+# Edges of the encoder's pieces: spaces and newlines on either side, contractions, digits, marks,
+# emoji, text that spells a special token.
+_PIECE_EDGES = list("ab Z9 0\n\r\t.,;:!?()[]/-#。，液压油滤芯😀é\u0301'") + ["'s", "'ll", "  ", "\n\n", " \n", "<|endoftext|>"]
+
+
+@pytest.fixture(params=["o200k_base", "cl100k_base"])
+def encoding_name(request, settings):
+    settings.TOKEN_ENCODING = request.param
+    _count_cached.cache_clear()  # the count cache is per process and assumes one encoding
+    yield request.param
+    _count_cached.cache_clear()
+
+
+@hypothesis_settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(prefix=st.lists(st.sampled_from(_PIECE_EDGES), max_size=4).map("".join),
+       text=st.lists(st.sampled_from(_PIECE_EDGES), max_size=30).map("".join))
+def test_count_prefixed_is_the_count_of_the_joined_text(encoding_name, prefix, text):
+    assert get_encoding().name == encoding_name
+    expected = len(get_encoding().encode(prefix + text, disallowed_special=()))
+    assert count_prefixed(prefix, text, count_tokens(text)) == expected
+
+
+def test_count_prefixed_reencodes_only_the_leading_pieces():
+    text = "液压油每工作500小时更换一次。" * 40
+    # A wrong count for the text shows up unchanged: the rest of the text is not encoded again.
+    assert count_prefixed(" ", text, count_tokens(text) + 1000) == count_tokens(" " + text) + 1000

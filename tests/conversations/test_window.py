@@ -332,6 +332,20 @@ def test_window_plan_grows_one_unit_at_a_time_like_select_window():
         assert plan.newest_dropped_seq(n) == max((m.seq for m in expected.dropped), default=0)
 
 
+@hypothesis_settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages=_conversations(), cut=st.integers(min_value=0, max_value=40), query=st.sampled_from(["", "东区维修棚"]))
+def test_plan_after_a_seq_is_the_plan_of_the_later_messages(messages, cut, query):
+    for seq, message in enumerate(messages, start=1):
+        message.seq = seq
+    plan = WindowPlan(messages, query=query, tool_result_max_tokens=30)
+    plan.result(len(plan))  # every unit prepared: the later plan reuses what it can
+    later = plan.after(cut)
+    fresh = WindowPlan([m for m in messages if m.seq > cut], query=query, tool_result_max_tokens=30)
+    assert len(later) == len(fresh)
+    for n in range(len(fresh) + 1):
+        assert later.result(n) == fresh.result(n)
+
+
 def dataclass_copy(message, **changes):
     import dataclasses
 

@@ -5,8 +5,14 @@ import pytest
 from django.conf import settings
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
-from conversations.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, count_messages_tokens, count_tokens
-from memory.context_evidence import EVIDENCE_HEADER
+from conversations.tokens import (
+    MESSAGE_OVERHEAD_TOKENS,
+    REPLY_PRIMING_TOKENS,
+    count_message_tokens,
+    count_messages_tokens,
+    count_tokens,
+)
+from memory.context_evidence import EVIDENCE_HEADER, Evidence, evidence_tokens, evidence_units, render_evidence
 from tests.conversations.api_helpers import create_conversation
 
 pytestmark = pytest.mark.django_db
@@ -242,3 +248,18 @@ def test_a_tool_result_without_its_call_is_reported_dropped_not_sent(api):
     recent = sections(ctx)["recent"]
     assert recent["included"] == [ids[0], ids[2]] and recent["dropped"] == [ids[1]]
     assert all(m["role"] != "tool" for m in ctx["messages"])
+
+
+_EDGES = list("ab Z9 0\n\r\t.,;:!?()[]/-#。，液压油😀é'") + ["'s", "  ", "\n\n", " \n", "kb/doc-12#3"]
+_edge_text = st.lists(st.sampled_from(_EDGES), max_size=25).map("".join)
+
+
+@hsettings(max_examples=300, deadline=None)
+@given(items=st.lists(st.tuples(_edge_text, _edge_text), min_size=1, max_size=12), data=st.data(),
+       cap=st.sampled_from([2, 6, 1000]))
+def test_evidence_tokens_is_the_count_of_the_rendered_message(items, data, cap):
+    units = evidence_units([Evidence(id=str(i), text=t, source=s) for i, (t, s) in enumerate(items)],
+                           max_passage_tokens=cap)
+    taken = data.draw(st.lists(st.sampled_from(range(len(items))), unique=True))
+    text = render_evidence(units, taken)
+    assert evidence_tokens(units, taken) == (count_message_tokens({"role": "system", "content": text}) if text else 0)
