@@ -3,9 +3,12 @@ from the value, clause by clause."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from datetime import datetime
 from functools import lru_cache
 
 import memory.subjects.vocabulary as V
+from memory.extraction.timeexpr import find_times
 from memory.subjects.statement import StatementParts
 from memory.subjects.statement import norm_value as _norm
 
@@ -14,6 +17,7 @@ __all__ = ["parse_en"]
 _EN_TOKEN = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d[\w.:/-]*|[^\sA-Za-z\d]")
 _EN_STOP, _EN_PREP_STOP = V.EN_STOP, V.EN_PREP_STOP
 _EN_NUMBERISH = re.compile(r"\d")
+_REF = datetime.fromisoformat("2026-01-01T00:00:00+00:00")  # any reference: only "is it a time" is asked
 # Copulas and stance verbs name no attribute ("I want X", "I prefer Y"); "I drive a Civic" does.
 _EN_STANCE = {"prefer", "prefers", "preferred", "like", "likes", "want", "wants", "need", "needs"}
 _EN_COPULA = {"is", "are", "am", "was", "were", "be", "=", "as", "by", "prefer", "prefers", "preferred", "like",
@@ -52,6 +56,65 @@ def _en_marker_at(words: list[str], i: int) -> tuple[str, int] | None:
     return None
 
 
+@dataclass(frozen=True)
+class _Delivery:
+    verb: int  # index of the delivery verb
+    obj: list[str]  # the thing sent ("the weekly sales report")
+    value: list[str]  # where it goes ("the shared drive"), or the channel the verb names ("email")
+    channel_verb: bool = False
+
+
+_EN_PHRASE_END = {"every", "each", "when", "whenever", "once", "instead", "unless", "only"}
+
+
+def _en_place(words: list[str], k: int) -> list[str]:
+    """The noun phrase from k: articles and owners skipped, up to a preposition or a stop word."""
+    while k < len(words) and words[k].lower() in _EN_STOP:
+        k += 1
+    out: list[str] = []
+    while k < len(words) and words[k][0].isalnum() and words[k].lower() not in _EN_STOP \
+            and words[k].lower() not in _EN_PREP_STOP and words[k].lower() not in _EN_PHRASE_END:
+        out.append(words[k])
+        k += 1
+    return out
+
+
+_EN_WHEN = re.compile(r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b(?:morning|afternoon|evening|night|noon|"
+                      r"midnight|weekend|weekday|day|week|month|year)s?\b|\b\d{1,2}(?::\d{2})?\s?(?:am|pm)\b", re.I)
+
+
+def _en_when(phrase: str) -> bool:
+    """"on Friday afternoons" / "at 8 am": when a thing is sent, not where."""
+    return bool(_EN_WHEN.search(phrase) or find_times(phrase, _REF, "en"))
+
+
+def _en_delivery(words: list[str]) -> _Delivery | None:
+    """"put the report on the shared drive" / "invoices go to the portal" / "email me the receipts":
+    where a thing is sent is the value and the thing sent the attribute. A recipient ("to me") is
+    who receives it, not where; a channel after "by/via" is left to the value markers."""
+    low = [w.lower() for w in words]
+    for v, w in enumerate(low):
+        if w not in V.EN_DELIVERY_VERBS or (v and low[v - 1] in V.EN_NOUN_LEADS):
+            continue
+        if w in V.EN_NOUN_VERBS and v and low[v - 1] not in V.EN_VERB_LEADS and low[v - 1] not in V.EN_ADVERBS:
+            continue
+        obj: list[str] = []
+        for j in range(v + 1, len(words)):
+            if low[j] in V.EN_DEST_PREPS and j + 1 < len(words) and low[j + 1] not in V.EN_RECIPIENTS:
+                place = _en_place(words, j + 1)
+                if place and not _en_when(" ".join(place)):
+                    return _Delivery(verb=v, obj=obj, value=place)
+            if low[j] in ("by", "via", "through", "as", "with", "for", "from", "if") or low[j] in _EN_PHRASE_END:
+                break
+            if words[j][0].isalpha() and low[j] not in _EN_STOP and low[j] not in _EN_PREP_STOP \
+                    and low[j] not in V.EN_RECIPIENTS and low[j] not in V.EN_ADVERBS:
+                obj.append(words[j])
+        if w in V.EN_CHANNEL_VERBS and obj:
+            return _Delivery(verb=v, obj=obj, value=[words[v]], channel_verb=True)
+        return None
+    return None
+
+
 def parse_en(text: str) -> StatementParts:
     terms: list[str] = []
     heads: set[str] = set()
@@ -74,8 +137,9 @@ def parse_en(text: str) -> StatementParts:
             old_values.extend(w.lower() for w in words if w.lower() not in _EN_STOP and w.lower() not in _EN_PREP_STOP
                               and not any(w.lower() in n for n in V.EN_NEGATION))
             continue
-        marker_at = next(((i, m) for i in range(len(words)) if (m := _en_marker_at(words, i))), None)
-        pre_end = marker_at[0] if marker_at else len(words)
+        delivery = _en_delivery(words)
+        marker_at = None if delivery else next(((i, m) for i in range(len(words)) if (m := _en_marker_at(words, i))), None)
+        pre_end = delivery.verb if delivery else marker_at[0] if marker_at else len(words)
         clause_terms: list[str] = []
         for j in range(pre_end):
             word = words[j]
@@ -92,6 +156,18 @@ def parse_en(text: str) -> StatementParts:
             if low_w in _EN_STOP or low_w in _EN_PREP_STOP or not word[0].isalpha():
                 continue
             clause_terms.append(_en_canon(word))
+        if delivery is not None:
+            preds.add(V.DEST)
+            obj = [_en_canon(w) for w in delivery.obj]
+            phrase = " ".join(delivery.value)
+            values.append(V.EN_CHANNEL_VERBS[phrase.lower()] if delivery.channel_verb else phrase.lower())
+            masked = masked.replace(phrase, V.EN_PLACEHOLDER, 1)
+            strong = [t for t in clause_terms if t not in V.EN_WEAK]
+            # The thing sent is the attribute; "invoices go to …" names it before the verb.
+            obj_strong = [t for t in obj if t not in V.EN_WEAK]
+            heads.add(obj_strong[-1] if obj_strong else strong[-1] if strong else f"@{V.DEST}")
+            terms.extend(clause_terms + obj)
+            continue
         if marker_at is not None:
             pred, span = marker_at[1]
             preds.add(pred)

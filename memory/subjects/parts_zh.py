@@ -15,8 +15,10 @@ __all__ = ["parse_zh"]
 
 _PUNCT = re.compile(r"^[\s，,。.！!？?；;：:、（）()\[\]“”\"'‘’…~～—-]+$")
 _CLAUSE_END = set("，,；;。！!？?")
-_ZH_DROP_FLAGS = {"r", "rr", "rz", "t", "tg", "d", "p", "c", "u", "uj", "ul", "uz", "ug", "uv", "ud", "y", "e", "o",
-                  "f", "df", "dg", "zg"}
+# Adverbs (d, and adjectives used as adverbs, ad: "直接传到", "统一发到") say how, never what: they
+# are neither subject words nor an attribute's head.
+_ZH_DROP_FLAGS = {"r", "rr", "rz", "t", "tg", "d", "ad", "p", "c", "u", "uj", "ul", "uz", "ug", "uv", "ud", "y", "e",
+                  "o", "f", "df", "dg", "zg"}
 _ZH_STOP = set("请 给 让 把 要 想 能 会 可以 就 都 也 还 又 只 再 一直 总是 已经 了 的 地 得 着 过 吧 呢 啊 呀 哦 "
                "对了 另外 还有 以后 今后 往后 之后 从今往后 从现在起 从现在开始 从今天起 一下 一些 一点 我 我们 你 您 "
                "咱们 俺 本人 用户 他 她 它 他们 家里 自己 这 那 这个 那个 记住 记得 帮 帮我 给我 告诉 麻烦 好的 嗯 "
@@ -48,6 +50,25 @@ def _zh_marker_at(words: list[str], i: int) -> tuple[str, int] | None:
     return None
 
 
+def _zh_delivery_at(clause: list[tuple[str, str]], i: int) -> tuple[str, int] | None:
+    """A delivery verb and its recipient ("发我", "发给我们", "寄给我"): what follows is where the thing
+    goes (a channel or a place), so the span is a value marker of the `dest` class."""
+    word = clause[i][0]
+    if word not in V.ZH_DELIVERY_VERBS and not (word.endswith("给") and word[:-1] in V.ZH_DELIVERY_VERBS):
+        return None
+    j = i + 1
+    if not word.endswith("给") and j < len(clause) and clause[j][0] == "给":
+        j += 1
+    if j + 1 < len(clause) and clause[j][0] in V.ZH_RECIPIENTS:
+        return V.DEST, j + 1 - i
+    return None
+
+
+def _zh_value_start(flag: str, word: str) -> bool:
+    """Right after a recipient any content word is the value ("发我微信": jieba may tag 微信 a verb)."""
+    return word not in _ZH_STOP and not flag.startswith(("d", "u", "y", "p", "c", "x", "r", "e", "o"))
+
+
 def _zh_clauses(tokens: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
     clauses, current = [], []
     for word, flag in tokens:
@@ -68,10 +89,17 @@ def _zh_value_run(tokens: list[tuple[str, str]], start: int, pred: str) -> tuple
     only the count is the value and the counted noun names the attribute ("有三台收割机")."""
     words = [w for w, _ in tokens]
     i, attr, value = start, [], []
-    while i + 1 < len(tokens) and tokens[i][1].startswith("v") and tokens[i][1] != "vn" \
+    if pred == V.DEST:
+        while i < len(tokens) and tokens[i][0] == "的":
+            i += 1  # "发我的邮箱"
+        if i < len(tokens) and _zh_value_start(tokens[i][1], tokens[i][0]):
+            value.append(tokens[i][0])
+            i += 1
+    while not value and i + 1 < len(tokens) and tokens[i][1].startswith("v") and tokens[i][1] != "vn" \
             and not _zh_marker_at(words, i):
         attr.append(tokens[i][0])
         i += 1
+    where = pred in (V.LOC, V.DEST)
     while i < len(tokens):
         word, flag = tokens[i]
         first = not value
@@ -80,8 +108,25 @@ def _zh_value_run(tokens: list[tuple[str, str]], start: int, pred: str) -> tuple
         if first and (word in ("了", "成", "为", "到") or flag in ("ul", "uz")):
             i += 1
             continue
+        if where and first and word in V.ZH_RECIPIENTS and i + 1 < len(tokens) and _nominal(tokens[i + 1][1]):
+            i += 1  # "寄到我家里" / "发到我手机上": the recipient owns the place, the place is the value
+            continue
+        if where and value and word == "的" and i + 1 < len(tokens) and (
+                _nominal(tokens[i + 1][1]) or tokens[i + 1][1].startswith("v") and i + 2 < len(tokens)
+                and _nominal(tokens[i + 2][1])):
+            value.append(word)  # "农场的钉钉群" / "公司的共享盘": one place, owned
+            i += 1
+            continue
+        if where and flag == "s" and word in _ZH_STOP:
+            value.append(word)  # "家里" is an owner before a noun, a place after 寄到
+            i += 1
+            continue
         if word in _ZH_STOP or (value and _zh_marker_at(words, i)):
             break
+        if value and value[-1] == "的" and flag.startswith("v"):
+            value.append(word)
+            i += 1
+            continue
         if (_nominal(flag) and (flag != "vn" or first)) or word == "-" or (first and flag in ("zg", "f")
                                                                                  and i + 1 < len(tokens)
                                                                                  and _nominal(tokens[i + 1][1])):
@@ -115,7 +160,7 @@ def parse_zh(text: str) -> StatementParts:
         # "短信不用了" / "前台不代收快递了": a "不 + verb … 了" clause says what no longer holds.
         negated = any(n in joined for n in V.ZH_NEGATION) or bool(_ZH_NO_LONGER.search(joined))
         words = [w for w, _ in clause]
-        markers = [(i, m) for i in range(len(clause)) if (m := _zh_marker_at(words, i))]
+        markers = [(i, m) for i in range(len(clause)) if (m := _zh_marker_at(words, i) or _zh_delivery_at(clause, i))]
         # The first marker that is followed by a value ("车队用的加油卡是中石化的": 是, not 用).
         marker_at = next((mk for mk in markers if _zh_value_run(clause, mk[0] + mk[1][1], mk[1][0])[0]),
                          markers[0] if markers else None)
@@ -129,6 +174,7 @@ def parse_zh(text: str) -> StatementParts:
             continue
         pre_end = marker_at[0] if marker_at else len(clause)
         clause_terms: list[str] = []
+        pre_nouns: list[str] = []
         for j in range(pre_end):
             word, flag = clause[j]
             nxt = clause[j + 1][0] if j + 1 < len(clause) else ""
@@ -148,6 +194,8 @@ def parse_zh(text: str) -> StatementParts:
                 masked = masked.replace(word, V.ZH_PLACEHOLDER, 1)
                 continue
             clause_terms.append(_zh_canon(word))
+            if flag.startswith(("n", "eng", "j")) and _zh_canon(word) not in V.ZH_WEAK:
+                pre_nouns.append(_zh_canon(word))
         strong = [t for t in clause_terms if t not in V.ZH_WEAK]
         if marker_at is not None:
             pred, span = marker_at[1]
@@ -182,6 +230,10 @@ def parse_zh(text: str) -> StatementParts:
             clause_terms.extend(w for w, _ in after)
             if nouns and (pred == "have" or not strong):
                 heads.add(_zh_canon(nouns[-1]))
+            elif pred in (V.LOC, V.DEST) and pre_nouns:
+                # "验收单拍照发我微信" / "发票以后统一传到…": what is placed or sent is the attribute,
+                # not the verbs around it.
+                heads.add(pre_nouns[-1])
             elif strong:
                 heads.add(strong[-1])
             elif after:
