@@ -54,12 +54,16 @@ def _zh_delivery_at(clause: list[tuple[str, str]], i: int) -> tuple[str, int] | 
     """A delivery verb and its recipient ("发我", "发给我们", "寄给我"): what follows is where the thing
     goes (a channel or a place), so the span is a value marker of the `dest` class."""
     word = clause[i][0]
-    if word not in V.ZH_DELIVERY_VERBS and not (word.endswith("给") and word[:-1] in V.ZH_DELIVERY_VERBS):
-        return None
     j = i + 1
-    if not word.endswith("给") and j < len(clause) and clause[j][0] == "给":
+    if word.endswith("给"):
+        word = word[:-1]
+    elif j < len(clause) and clause[j][0] == "给":
         j += 1
-    if j + 1 < len(clause) and clause[j][0] in V.ZH_RECIPIENTS:
+    if not (j + 1 < len(clause) and clause[j][0] in V.ZH_RECIPIENTS):
+        return None
+    # jieba glues a one-character delivery verb to the word before it ("出来后发我": 后发); with a
+    # recipient right after, the last character is still the verb.
+    if word in V.ZH_DELIVERY_VERBS or (len(word) == 2 and word[-1] in V.ZH_DELIVERY_VERBS):
         return V.DEST, j + 1 - i
     return None
 
@@ -95,6 +99,11 @@ def _zh_value_run(tokens: list[tuple[str, str]], start: int, pred: str) -> tuple
         if i < len(tokens) and _zh_value_start(tokens[i][1], tokens[i][0]):
             value.append(tokens[i][0])
             i += 1
+            # A channel name jieba does not know comes in one-character pieces ("钉 钉").
+            while i < len(tokens) and len(tokens[i][0]) == 1 and len(value[-1]) == 1 \
+                    and _zh_value_start(tokens[i][1], tokens[i][0]):
+                value.append(tokens[i][0])
+                i += 1
     while not value and i + 1 < len(tokens) and tokens[i][1].startswith("v") and tokens[i][1] != "vn" \
             and not _zh_marker_at(words, i):
         attr.append(tokens[i][0])
