@@ -31,6 +31,7 @@ def parse_args(argv=None):
     p.add_argument("--split", default="test", choices=["test", "tune", "all"])
     p.add_argument("--model", help="embedding model (default: EMBEDDING_MODEL)")
     p.add_argument("--errors", action="store_true", help="list the misjudged pairs")
+    p.add_argument("--domain", help="only these domains (comma separated), e.g. delivery,documents")
     return p.parse_args(argv)
 
 
@@ -57,8 +58,10 @@ def build() -> int:
     return 0
 
 
-def load(split: str) -> list[dict]:
+def load(split: str, domains: str | None = None) -> list[dict]:
     rows = [json.loads(line) for line in PAIRS_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if domains:
+        rows = [r for r in rows if r["domain"] in domains.split(",")]
     return rows if split == "all" else [r for r in rows if r["split"] == split]
 
 
@@ -159,17 +162,18 @@ def main(argv=None) -> int:
     limits = thresholds_for(embedder.model_id)
     print(f"model {embedder.model_id}; thresholds {limits}")
     if args.tune:
-        rows = load("tune")
+        rows = load("tune", args.domain)
         feats = featurise(rows, embedder)
         best = tune(rows, feats, limits)
         print(f"best on the tuning half: subject_same={best.subject_same} subject_conflict={best.subject_conflict} "
               f"masked_lo={best.masked_lo} masked_hi={best.masked_hi} subject_duplicate={best.subject_duplicate}")
         print_table("tuning half, tuned thresholds", rows, judge_all(rows, feats, best))
         return 0
-    rows = load(args.split)
+    rows = load(args.split, args.domain)
     feats = featurise(rows, embedder)
     predicted = judge_all(rows, feats, limits)
-    table = print_table(f"{args.split} half — {embedder.model_id}", rows, predicted)
+    table = print_table(f"{args.split} half{' (' + args.domain + ')' if args.domain else ''} — {embedder.model_id}",
+                        rows, predicted)
     if args.errors:
         for r, p, f in zip(rows, predicted, feats):
             if p != r["label"]:

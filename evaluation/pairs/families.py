@@ -273,4 +273,38 @@ FAMILIES = [
         ("E", "e1", "E:今天上午到了一批滤芯。"),
         ("keeper", "liu", "仓库管理员是老刘。"),
     ]),
+    # Where something is delivered (a channel or a destination): "发我微信" / "email me" name the
+    # value only through a delivery verb and its recipient; two things sent to two places coexist.
+    ("delivery", "zh", [
+        ("lab.dest", "wx", "P:化验单出来了拍照发我微信。"),
+        ("lab.dest", "app", "P:以后化验单直接上传到医院的App里，不用再发给我了。"),
+        ("bill.dest", "sms", "P:缴费通知发到我手机短信上。"),
+        ("homework.dest", "group", "P:孩子的作业照片发到班级群里。"),
+        ("bill.dest", "mail", "P:缴费通知改成发我邮箱。"),
+        ("lab.dest", "wx", "P:化验单发我微信就可以。"),
+    ]),
+    ("documents", "en", [
+        ("report.dest", "email", "P:Email me the weekly sales report."),
+        ("report.dest", "drive", "P:From now on just put the weekly sales report on the shared drive, no need to email it to me."),
+        ("invoice.dest", "post", "P:Send invoices to me by post."),
+        ("invoice.dest", "portal", "P:Invoices should go to the supplier portal from now on."),
+        ("minutes.dest", "slack", "P:Post the meeting minutes in the team Slack channel."),
+        ("report.dest", "email", "P:Send the weekly sales report to my inbox."),
+    ]),
+    ("documents", "zh", [
+        ("report.dest", "email", "P:每周的销售报表发我邮箱就行。"),
+        ("report.dest", "drive", "P:以后销售报表都直接放到公司的共享盘里，不用再发邮件给我了。"),
+        ("invoice.dest", "post", "P:发票寄到我家里。"),
+        ("invoice.dest", "portal", "P:发票以后统一传到财务系统上。"),
+        ("report.dest", "email", "P:销售报表用邮件发给我。"),
+        ("photo.dest", "group", "P:现场照片发到项目群里。"),
+    ]),
+    ("delivery", "en", [
+        ("parcel.dest", "home", "P:Deliver my parcels to my home address."),
+        ("parcel.dest", "locker", "P:Parcels should go to the locker at the station now."),
+        ("receipt.dest", "email", "P:Email me the receipts."),
+        ("photo.dest", "drive", "P:Upload the site photos to the project folder."),
+        ("receipt.dest", "app", "P:Receipts go straight into the expense app from now on, don't email them to me anymore."),
+        ("parcel.dest", "home", "P:Send parcels to my house."),
+    ]),
 ]

@@ -11,24 +11,20 @@ standing preference -> request -> change/migration -> future plan -> event -> fa
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from datetime import datetime, time, timedelta
 
-from memory.extraction.base import Candidate, ExistingMemory, ExtractionInput, ExtractionResult, Extractor
-from memory.extraction.importance import importance_for
+from memory.extraction.base import Candidate, ExtractionInput, ExtractionResult, Extractor
+from memory.extraction.candidates import (MAX_SENTENCE_CHARS, Statement, attribute_to, complete_subjectless,
+                                          lexicon_for, merge_retractions, norm, resolve)
 from memory.extraction.lexicon import Lexicon
 from memory.extraction.rules_en import EN
 from memory.extraction.rules_zh import ZH
-from memory.extraction.slots import SlotParts
 from memory.extraction.standing import onset, read, task_scope
-from memory.extraction.text import clean, detect_lang, split_sentences, strip_end
+from memory.extraction.text import clean, split_sentences, strip_end
 from memory.extraction.timeexpr import TimeRef, find_times, rewrite_times
 
 __all__ = ["RuleExtractor"]
 
-# A memory is one short statement; a sentence longer than this is a paste or a report, and
-# cutting it into a "fact" would store noise.
-MAX_SENTENCE_CHARS = 240
 _PRECISE_GRAINS = ("day", "week", "instant", "recent")
 # "它/这台/this one ..." points back into the conversation; without entity resolution the
 # subject is unknown, so such a sentence is not a standalone fact.
@@ -45,33 +41,6 @@ _DEMONSTRATIVE = re.compile(r"^(?:这|那|它|他|她)|^(?:this|that|it|they|he|
 
 # "现在/目前/now/currently": the clause states what holds from now on.
 _NOW = re.compile(r"现在|目前|如今|眼下|\bnow\b|\bcurrently\b", re.I)
-
-
-@dataclass
-class _Statement:
-    """One classified sentence before it is checked against the existing memories."""
-
-    kind: str
-    content: str
-    assertion: str = "user_stated"
-    scope: str = "user"
-    slot: SlotParts | None = None
-    slot_key: str | None = None
-    change: str | None = None
-    old_values: list[str] = field(default_factory=list)
-    occurred_at: datetime | None = None
-    valid_from: datetime | None = None
-    valid_to: datetime | None = None
-    explicit: bool = False
-    new_value: str | None = None  # a subjectless correction ("是齐齐哈尔"): filled from what it corrects
-
-
-def _lexicon(text: str) -> Lexicon:
-    return ZH if detect_lang(text) == "zh" else EN
-
-
-def _norm(text: str) -> str:
-    return re.sub(r"[\s，,。.！!？?；;：:、]+", "", text).casefold()
 
 
 class RuleExtractor(Extractor):
@@ -92,31 +61,31 @@ class RuleExtractor(Extractor):
         speaker = speaker_match.group("name") if speaker_match else None
         if speaker_match:
             text = text[speaker_match.end():]
-        statements: list[_Statement] = []
+        statements: list[Statement] = []
         for sentence in split_sentences(text):
-            lex = _lexicon(sentence)
+            lex = lexicon_for(sentence)
             if inp.role == "assistant":
                 statements.extend(self._assistant(sentence, lex, inp.occurred_at))
             else:
                 statements.extend(self._user(sentence, lex, inp.occurred_at))
 
-        statements = _merge_retractions(statements)
+        statements = merge_retractions(statements)
         candidates: list[Candidate] = []
         seen: set[str] = set()
         for st in statements:
-            if st.new_value is not None and not self._complete_subjectless(st, inp):
+            if st.new_value is not None and not complete_subjectless(st, inp):
                 continue
             if speaker:
-                _attribute_to(st, speaker)
-            key = _norm(st.content)
+                attribute_to(st, speaker)
+            key = norm(st.content)
             if not key or key in seen:
                 continue
             seen.add(key)
-            candidates.append(self._resolve(st, inp.existing))
+            candidates.append(resolve(st, inp.existing))
         return ExtractionResult(candidates=candidates, produced_by="rules")
 
     # ------------------------------------------------------------------ assistant turns
-    def _assistant(self, sentence: str, lex: Lexicon, at: datetime) -> list[_Statement]:
+    def _assistant(self, sentence: str, lex: Lexicon, at: datetime) -> list[Statement]:
         # Only advice is kept, and only as the model's suggestion: "好的/已记录/3号拖拉机最近一次
         # 保养是2月15日" are echoes or tool output, never a source of user facts.
         if lex.is_question(sentence) or not lex.suggestion.search(sentence):
@@ -125,10 +94,10 @@ class RuleExtractor(Extractor):
         if len(body) > MAX_SENTENCE_CHARS:
             return []
         content = lex.finish(rewrite_times(body, find_times(body, at, lex.lang), lex.lang))
-        return [_Statement(kind="suggestion", content=content, assertion="model_suggestion")]
+        return [Statement(kind="suggestion", content=content, assertion="model_suggestion")]
 
     # ------------------------------------------------------------------ user turns
-    def _user(self, sentence: str, lex: Lexicon, at: datetime) -> list[_Statement]:
+    def _user(self, sentence: str, lex: Lexicon, at: datetime) -> list[Statement]:
         if lex.is_question(sentence):
             return []
         s, explicit = self._strip_leads(strip_end(sentence), lex)
@@ -157,8 +126,8 @@ class RuleExtractor(Extractor):
                 return []
             value = lex.subjectless(s)
             if value:
-                return [_Statement(kind="fact", content=s, change="correction", old_values=old_values,
-                                   new_value=value, explicit=explicit)]
+                return [Statement(kind="fact", content=s, change="correction", old_values=old_values,
+                                  new_value=value, explicit=explicit)]
         if lex.migration.search(s):
             change = change or "migration"
         elif lex.update.search(s):
@@ -216,7 +185,7 @@ class RuleExtractor(Extractor):
         return self._clause_fact(s, lex, at, times, old_values, explicit)
 
     def _clause_fact(self, s: str, lex: Lexicon, at: datetime, times: list[TimeRef], old_values: list[str],
-                     explicit: bool, now_only: bool = False) -> list[_Statement]:
+                     explicit: bool, now_only: bool = False) -> list[Statement]:
         """"李明离职了，现在维修师傅是赵刚": the sentence as a whole is no fact, but one of its clauses
         states one. The whole sentence is kept (it says what changed), keyed by that clause."""
         clauses = [c.strip() for c in re.split(r"[，,；;]", s) if c.strip()]
@@ -230,8 +199,8 @@ class RuleExtractor(Extractor):
             slot = lex.slot(clause, "fact")
             if slot is not None and slot.structural and not _DEMONSTRATIVE.match(clause):
                 content = lex.finish(rewrite_times(s, times, lex.lang))
-                return [_Statement(kind="fact", content=content, slot=slot, slot_key=slot.key("fact"),
-                                   change="update", old_values=old_values, explicit=explicit)]
+                return [Statement(kind="fact", content=content, slot=slot, slot_key=slot.key("fact"),
+                                  change="update", old_values=old_values, explicit=explicit)]
         return []
 
     @staticmethod
@@ -280,17 +249,17 @@ class RuleExtractor(Extractor):
         return slot is not None and slot.structural and not _DEMONSTRATIVE.match(s)
 
     # ------------------------------------------------------------------ builders
-    def _task(self, s: str, lex: Lexicon, at: datetime, explicit: bool) -> _Statement:
+    def _task(self, s: str, lex: Lexicon, at: datetime, explicit: bool) -> Statement:
         slot = lex.slot(s, "context")
         valid_to = None
         if lex.task_today.search(s):
             valid_to = datetime.combine(at.date() + timedelta(days=1), time(0), tzinfo=at.tzinfo)
         # Kept verbatim: it lives only as long as the conversation, where the same words are read.
-        return _Statement(kind="context", content=lex.finish(s), scope="task", slot=slot,
-                          slot_key=slot.key("context") if slot else None, valid_to=valid_to, explicit=explicit)
+        return Statement(kind="context", content=lex.finish(s), scope="task", slot=slot,
+                         slot_key=slot.key("context") if slot else None, valid_to=valid_to, explicit=explicit)
 
     def _statement(self, kind: str, s: str, lex: Lexicon, at: datetime, times: list[TimeRef], change: str | None,
-                   old_values: list[str], explicit: bool) -> _Statement:
+                   old_values: list[str], explicit: bool) -> Statement:
         slot = lex.slot(s, kind)
         # A preference's "未来两周 / next month" is a rolling window, not a date: keep its words.
         content = s if kind == "preference" else rewrite_times(s, times, lex.lang)
@@ -298,126 +267,24 @@ class RuleExtractor(Extractor):
         if change in ("migration", "update") and times:
             started = [t for t in times if t.tense != "future"]
             valid_from = started[0].at if started else None
-        return _Statement(kind=kind, content=lex.finish(content), slot=slot,
-                          slot_key=slot.key(kind) if slot else None, change=change, old_values=old_values,
-                          valid_from=valid_from, explicit=explicit)
+        return Statement(kind=kind, content=lex.finish(content), slot=slot,
+                         slot_key=slot.key(kind) if slot else None, change=change, old_values=old_values,
+                         valid_from=valid_from, explicit=explicit)
 
     def _event(self, s: str, lex: Lexicon, at: datetime, when: TimeRef | None, explicit: bool, *,
-               planned: bool = False, change: str | None = None) -> _Statement:
+               planned: bool = False, change: str | None = None) -> Statement:
         times = find_times(s, at, lex.lang)
         occurred = when.at if when else datetime.combine(at.date(), time(0), tzinfo=at.tzinfo)
         subject = lex.event_subject(_drop_spans(s, times))
         # Events never replace each other: the key carries the day, so two breakdowns of the same
         # harvester on different days are two memories, and a repeat on the same day is one.
         key = f"event:{subject}@{occurred.date().isoformat()}" if subject else None
-        return _Statement(kind="event", content=lex.finish(rewrite_times(s, times, lex.lang)),
-                          assertion="user_stated" if planned else "confirmed_event", slot_key=key,
-                          occurred_at=occurred, change=change, explicit=explicit)
-
-    # ------------------------------------------------------------------ existing memories
-    def _complete_subjectless(self, st: _Statement, inp: ExtractionInput) -> bool:
-        """"不对，是齐齐哈尔，不是佳木斯" names no subject: rebuild the statement from the memory
-        (or, failing that, the recent user turn) that holds the old value."""
-        assert st.new_value is not None
-        olds = [o for o in st.old_values if len(_norm(o)) >= 2]
-        sources = [m.content for m in inp.existing if m.kind in ("fact", "preference")]
-        sources += [c for role, c in reversed(inp.recent) if role == "user"]
-        sources = [strip_end(clean(c)) for c in sources if len(c) <= MAX_SENTENCE_CHARS]
-        for old in olds:
-            for source in sources:
-                idx = source.casefold().find(old.casefold())
-                if idx < 0:
-                    continue
-                rebuilt = source[:idx] + st.new_value + source[idx + len(old):]
-                lex = _lexicon(rebuilt)
-                kind = "preference" if lex.long_term.search(rebuilt) or lex.habit.search(rebuilt) else "fact"
-                rebuilt = lex.finish(rebuilt)
-                slot = lex.slot(rebuilt, kind)
-                st.kind, st.content, st.slot = kind, rebuilt, slot
-                st.slot_key = slot.key(kind) if slot else None
-                st.new_value = None
-                return True
-        return False
-
-    def _resolve(self, st: _Statement, existing: list[ExistingMemory]) -> Candidate:
-        candidate = Candidate(
-            kind=st.kind, content=st.content, assertion=st.assertion, slot_key=st.slot_key, scope=st.scope,
-            occurred_at=st.occurred_at, valid_from=st.valid_from, valid_to=st.valid_to,
-            importance=importance_for(kind=st.kind, scope=st.scope, change=st.change, explicit=st.explicit),
-            change=st.change,
-        )
-        # Task instructions never touch long-term memories, suggestions are not knowledge, and
-        # events only ever accumulate.
-        if st.scope == "task" or st.kind in ("suggestion", "event") or not existing:
-            return candidate
-        same_slot = [m for m in existing if m.kind == st.kind and st.slot_key and self._slot_of(m) == st.slot_key]
-        named_old = [
-            m for m in existing
-            if m.kind == st.kind and m not in same_slot
-            and any(len(_norm(o)) >= 2 and _norm(o) in _norm(m.content) for o in st.old_values)
-        ]
-        if not same_slot and not named_old:
-            return candidate
-        value = _norm(st.slot.value) if st.slot and st.slot.value else None
-        repeats = all((value in _norm(m.content)) if value else _norm(m.content) == _norm(st.content) for m in same_slot)
-        if same_slot and not named_old and repeats:
-            candidate.operation = "NOOP"  # a paraphrase of what is stored: nothing to write
-            return candidate
-        candidate.operation = "UPDATE"
-        candidate.supersedes = [m.short_id for m in same_slot + named_old]
-        candidate.change = st.change or "update"
-        candidate.importance = importance_for(kind=st.kind, change=candidate.change, explicit=st.explicit)
-        return candidate
-
-    @staticmethod
-    def _slot_of(memory: ExistingMemory) -> str | None:
-        # Memories written through the API may carry no key; derive one the same way, so a
-        # sentence can still be matched against them.
-        if memory.slot_key:
-            return memory.slot_key
-        if memory.kind not in ("fact", "preference") or len(memory.content) > MAX_SENTENCE_CHARS:
-            return None
-        text = clean(memory.content)
-        slot = _lexicon(text).slot(strip_end(text), memory.kind)
-        return slot.key(memory.kind) if slot else None
-
-
-def _attribute_to(st: _Statement, speaker: str) -> None:
-    """A transcript line "Caroline: I moved to Boston" is about Caroline, not about whoever owns
-    the conversation: say so in the content, and key first-person slots by the speaker so two
-    speakers' "address" never supersede each other."""
-    st.content = f"{speaker}: {st.content}"
-    if st.slot_key:
-        st.slot_key = re.sub(r"^(\w+):(?:user|org|用户|组织)\b", lambda m: f"{m.group(1)}:{speaker.lower()}", st.slot_key)
+        return Statement(kind="event", content=lex.finish(rewrite_times(s, times, lex.lang)),
+                         assertion="user_stated" if planned else "confirmed_event", slot_key=key,
+                         occurred_at=occurred, change=change, explicit=explicit)
 
 
 def _drop_spans(s: str, times: list[TimeRef]) -> str:
     for t in sorted(times, key=lambda t: t.start, reverse=True):
         s = s[: t.start] + " " + s[t.end:]
     return s
-
-
-_RETRACTION = re.compile(r"\b(?:don'?t|do not|no longer|not\b.*\bany ?more)\b|不再|不用|停用|不.{0,6}了$", re.I)
-
-
-def _merge_retractions(statements: list[_Statement]) -> list[_Statement]:
-    """"We don't use the Excel spreadsheet anymore; logs now live in FarmLogs": the first sentence
-    only retracts an old value, the next says what replaced it. Stored apart, the retraction
-    would be the current memory of the subject; kept as one change, the replacement is."""
-    out: list[_Statement] = []
-    for st in statements:
-        prev = out[-1] if out else None
-        if (prev is not None and prev.change == "update" and _RETRACTION.search(prev.content) and prev.kind == st.kind
-                and st.kind in ("fact", "preference") and not st.old_values and st.scope == prev.scope == "user"):
-            # One change of one subject: the retraction names the subject (its slot), the
-            # replacement the value; the pair is stored as one statement under the old subject.
-            st.content = f"{prev.content}; {st.content}"
-            st.old_values = list(prev.old_values)
-            # The key is the retraction's, the value the replacement's: the old value must not
-            # make the change look like a repetition of what is stored.
-            st.slot_key = prev.slot_key or st.slot_key
-            st.change = st.change or "update"
-            out[-1] = st
-            continue
-        out.append(st)
-    return out

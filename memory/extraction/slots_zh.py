@@ -90,6 +90,18 @@ def _zh_is_place(text: str) -> bool:
     return any(flag == "ns" for _, flag in pos_cut(text))
 
 
+def _zh_style(text: str) -> str | None:
+    """A style word that says how replies should be ("回答直接一点", "简洁点"). Right before a verb it
+    says how to act instead ("直接传到群里", "详细说明"), and names no style."""
+    if not _ZH_STYLE.search(text):
+        return None
+    tokens = pos_cut(text)
+    for i, (word, _) in enumerate(tokens):
+        if _ZH_STYLE.fullmatch(word) and not (i + 1 < len(tokens) and tokens[i + 1][1].startswith("v")):
+            return word
+    return None
+
+
 def _zh_value_attr(text: str) -> tuple[str, str] | None:
     """(attribute, value) of the first recognised value in a clause, in order of specificity."""
     tech = tech_category(text, "zh")
@@ -101,9 +113,9 @@ def _zh_value_attr(text: str) -> tuple[str, str] | None:
     m = _ZH_DURATION.search(text)
     if m:
         return "时间范围", m.group(0)
-    m = _ZH_STYLE.search(text)
-    if m:
-        return "风格", m.group(0)
+    style = _zh_style(text)
+    if style:
+        return "风格", style
     m = _ZH_LANGUAGE.search(text)
     if m:
         return "语言", m.group(0)

@@ -91,6 +91,21 @@ def _shares_subject_word(a: StatementParts, b: StatementParts) -> bool:
     return any(t == u or _char_related(t, u) for t in strong_a for u in strong_b)
 
 
+def _nested_head(a: StatementParts, b: StatementParts, values_related: bool) -> bool:
+    """One statement names the thing, the other an attribute of that thing: "记录仪用的是精创的" /
+    "记录仪品牌是精创", "my salary goes to my Chase account" / "my salary account is now at Citi".
+    The thing alone does not say which attribute ("农场在齐齐哈尔" / "农场面积是三百亩" are two),
+    so it counts only when the values are the same or one value is of the kind the other names
+    (a "Chase account" is an account)."""
+    for x, y in ((a, b), (b, a)):
+        named = {h for h in y.heads if not h.startswith("@")}
+        if not any(h in y.strong_terms for h in x.heads if not h.startswith("@")) or not named:
+            continue
+        if values_related or any(v.endswith(h) and v != h for v in x.values for h in named):
+            return True
+    return False
+
+
 def distinct(older: StatementParts, newer: StatementParts) -> bool:
     """Two statements that name different things, or give one attribute different values, are never
     the same memory, however close their embeddings (1号/2号收割机的保养周期 score above 0.85)."""
@@ -117,6 +132,8 @@ def pair_features(older: StatementParts, newer: StatementParts, *, masked: float
     if not head and older.value_kinds & newer.value_kinds and _shares_subject_word(older, newer):
         # "日程提醒默认提前十五分钟" / "提醒时间…统一提前半小时": the attribute is named only by the
         # kind of its value; one kind of value on a shared subject word is half a head match.
+        head, kind_head = KIND_HEAD, True
+    if not head and _nested_head(older, newer, related):
         head, kind_head = KIND_HEAD, True
     named = lambda p: any(not h.startswith("@") for h in p.heads)  # noqa: E731
     return PairFeatures(slot_equal=slot_equal, ident_conflict=ident_conflict, pred_conflict=pred_conflict,

@@ -102,6 +102,33 @@ for _words, _cls in (
     for _w in _words.split("|"):
         EN_MARKERS[_w] = _cls
 
+# Delivery: where a thing is sent is the value, the thing sent is the attribute ("验收单发我微信",
+# "报表放到共享盘里", "email me the receipts", "invoices go to the portal"). A delivery verb followed
+# by its recipient ("发我", "发给我们") is a value marker of its own class: the word after the
+# recipient is the channel or the place ("发我微信", "寄给我家里"), whatever jieba tags it.
+DEST = "dest"
+ZH_DELIVERY_VERBS = set("发 寄 传 送 转 交 递 投 推 放 存 报 发送 上传 转发 抄送 推送 提交 邮寄 转交 回传 同步".split())
+ZH_RECIPIENTS = set("我 我们 咱们 俺".split())
+EN_DELIVERY_VERBS = set("send sends sent email emails emailed mail mails mailed post posts posted forward forwards "
+                        "forwarded deliver delivers delivered upload uploads uploaded put puts go goes went ship ships "
+                        "shipped text texts texted message messages messaged fax faxes faxed submit submits submitted "
+                        "drop drops dropped route routes routed push pushes pushed".split())
+# Verbs that are themselves the channel ("email me the report": by email).
+EN_CHANNEL_VERBS = {"email": "email", "emails": "email", "emailed": "email", "mail": "mail", "mails": "mail",
+                    "mailed": "mail", "text": "text", "texts": "text", "texted": "text", "message": "message",
+                    "messages": "message", "messaged": "message", "fax": "fax", "faxes": "fax", "faxed": "fax"}
+EN_DEST_PREPS = {"to", "into", "onto", "on", "in"}
+EN_RECIPIENTS = {"me", "us", "myself", "ourselves"}
+# A verb right after one of these is a noun ("by post", "the mail").
+EN_NOUN_LEADS = {"the", "a", "an", "by", "via", "my", "our", "your", "their", "his", "her", "its"}
+# Words that are nouns as often as verbs ("my work email", "by post"): a verb only where a verb
+# stands, at the start of a clause or after a subject, a modal or an adverb.
+EN_NOUN_VERBS = set(EN_CHANNEL_VERBS) | set("post posts forward forwards drop drops push pushes route routes ship "
+                                            "ships".split())
+EN_VERB_LEADS = set("i we you they please to should will would can could must shall do don't dont never and then "
+                    "kindly".split())
+EN_ADVERBS = set("just straight directly right always usually also only simply please then now instead".split())
+
 # Change cues: evidence that a statement replaces an earlier one (a signal, not the gate).
 ZH_CHANGE_CUES = ("改", "换", "切换", "变成", "变为", "更新", "调整", "不再", "不用", "不要", "别再", "现在", "已经",
                   "离职", "退休", "走了", "卖了", "报废", "升级", "替换", "迁移", "搬")
@@ -110,11 +137,11 @@ EN_CHANGE_CUES = ("switch", "chang", "now", "no longer", "anymore", "instead", "
 
 # A clause with one of these says what no longer holds: its words are old values, not the subject.
 ZH_NEGATION = ("不要", "不用", "不再", "别", "停用", "取消", "不必", "无需", "没有再", "离职", "退休", "走了", "卖了", "报废")
-EN_NEGATION = ("not ", "no longer", "don't", "do not", "dont ", "stop ", "instead of", "never ", "no more", "left",
+EN_NEGATION = ("not ", "no need", "no longer", "don't", "do not", "dont ", "stop ", "instead of", "never ", "no more", "left",
                "retired", "sold")
 
 # English words that are neither subject nor value (owners, articles, fillers, time words).
-EN_STOP = set("i me my mine we us our ours you your the a an this that these those it its please from on now "
+EN_STOP = set("i me my mine we us our ours you your them anymore the a an this that these those it its please from on now "
            "always default currently just also really very so too then still all any some of for to and or "
            "be been being do does did will would should could can may might must shall let let's i'm we're "
            "i've we've i'd we'd going forward onward onwards here there what which who whom whose when "

@@ -1,0 +1,33 @@
+"""The parts of one standing statement (shared by the Chinese and English parsers)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["StatementParts", "norm_value"]
+
+
+@dataclass(frozen=True)
+class StatementParts:
+    lang: str
+    terms: tuple[str, ...]  # canonical subject words, in order (weak words included, marked by `weak`)
+    weak: frozenset[str]
+    heads: frozenset[str]  # the attribute each clause is about (last strong word before its value)
+    idents: frozenset[str]  # identifiers that pick one thing out ("1号", "A3", "#2"): part of the subject
+    values: tuple[str, ...]  # stated values, normalised
+    old_values: tuple[str, ...]  # values of negated clauses ("不用短信了" -> 短信)
+    preds: frozenset[str]  # marker classes used (be / loc / have / name / change)
+    cue: bool  # a change cue is present
+    masked: str  # the statement with its values replaced by a placeholder
+    # Kinds of value the statement states (a clock time, a duration, a temperature, an amount of
+    # money): "提前十五分钟" names its attribute (how early) only through the kind of its value.
+    value_kinds: frozenset[str] = frozenset()
+
+    @property
+    def strong_terms(self) -> set[str]:
+        return {t for t in self.terms if t not in self.weak}
+
+
+def norm_value(text: str) -> str:
+    return re.sub(r"[\s，,。.！!？?；;：:、\"'“”‘’()（）-]+", "", text).casefold()
+
