@@ -184,7 +184,10 @@ def _measure(args, bench, append, calls, users, service_convs, floor_convs, warm
                 rows.append(Message(conversation=floor_convs[c], org_id=org.id, user_id=users[c], seq=raw_seq[c],
                                     role=data["role"], content=data.get("content") or "",
                                     tool_call_id=data.get("tool_call_id"), tool_calls=data.get("tool_calls"),
-                                    token_count=_message_tokens(data), occurred_at=now))
+                                    token_count=_message_tokens(data), occurred_at=now,
+                                    # Marked done: the extraction sweep must not pick the floor's rows
+                                    # up inside the measured service (they are a floor, not turns).
+                                    extracted_at=now))
             prepared.append(rows)
         t = common.now()
         for rows in prepared:

@@ -276,7 +276,11 @@ class BulkLoader:
                 vecs = np_rng.standard_normal((size, self.dim), dtype=np.float32)
                 vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
             else:
-                vecs = self.embedder.encode([m.content for m in items])
+                # Templated texts repeat: each distinct text is encoded once.
+                distinct = list(dict.fromkeys(m.content for m in items))
+                encoded = self.embedder.encode(distinct)
+                row_of = {text: i for i, text in enumerate(distinct)}
+                vecs = encoded[[row_of[m.content] for m in items]]
             self.stats.vectors_s += time.perf_counter() - t
 
             t = time.perf_counter()
