@@ -254,7 +254,7 @@ def _report(args, bench, v) -> int:
     batch_tps = n_texts / emb_batch_s if emb_batch_s else None
     top = []
     if profiler:
-        for order, count in (("cumulative", 30), ("tottime", 20)):
+        for order, count in (("cumulative", 40), ("tottime", 20)):
             buf = io.StringIO()
             pstats.Stats(profiler, stream=buf).sort_stats(order).print_stats(count)
             top += buf.getvalue().splitlines()

@@ -11,7 +11,8 @@ dedups and supersedes against them). What changes is the cost:
   A remote extractor is not run twice: its candidates are encoded one by one;
 - episodes are written in bulk after the candidates (``episodes_write``): nothing reads episodes
   while deciding a candidate, so their order relative to the candidates changes no decision;
-- the extracted marks are one UPDATE.
+- the extracted marks are one UPDATE, and the projections of everything the batch wrote one task
+  (``memories_sync``: one read, one upsert) queued after the last write commits.
 """
 import logging
 
@@ -21,6 +22,7 @@ from django.utils import timezone
 
 from conversations.models import Message
 from memory.models import Memory
+from memory.services.memories import projections_deferred
 from memory.vectors import active_embedder
 
 logger = logging.getLogger(__name__)
@@ -83,15 +85,16 @@ def messages_extract_batch(messages: list[Message], todo: list[Message], *, reex
                        .exclude(status="forgotten").values_list("sources__message_id", flat=True))
     batch = Batch(dict(zip(keys, encoded)), with_episode)
     totals: dict[str, int] = {}
-    for message in messages:
-        for key, value in message_extract(message, reextract=reextract, batch=batch).items():
-            totals[key] = totals.get(key, 0) + value
-    outcomes = episodes_write(batch.episodes, [batch.vector_for(e.content) for e in batch.episodes])
-    for outcome in outcomes:
-        key = f"episode_{outcome.action}"
-        totals[key] = totals.get(key, 0) + 1
-    if batch.marked:
-        Message.objects.filter(id__in=batch.marked).update(extracted_at=timezone.now())
+    with projections_deferred():  # one projection task for the batch's writes
+        for message in messages:
+            for key, value in message_extract(message, reextract=reextract, batch=batch).items():
+                totals[key] = totals.get(key, 0) + value
+        outcomes = episodes_write(batch.episodes, [batch.vector_for(e.content) for e in batch.episodes])
+        for outcome in outcomes:
+            key = f"episode_{outcome.action}"
+            totals[key] = totals.get(key, 0) + 1
+        if batch.marked:
+            Message.objects.filter(id__in=batch.marked).update(extracted_at=timezone.now())
     logger.info("extracted batch messages=%s encoded=%s episodes=%s outcomes=%s", len(todo), len(keys),
                 len(batch.episodes), totals)
     return totals

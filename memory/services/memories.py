@@ -6,6 +6,8 @@ user are serialised by locking that user's MemoryWriteLock row, so two workers e
 fact at once never both ADD; the unique index on active_hash is the backstop.
 """
 import logging
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -73,10 +75,51 @@ class WriteOutcome:
     conflicts: list[int] = field(default_factory=list)  # older memories kept beside it as possible conflicts
 
 
+_deferred = threading.local()
+
+
+@contextmanager
+def projections_deferred():
+    """Writes inside collect their projection work (generation bump, memory_sync) instead of queueing
+    it at each commit; on exit it is queued once, after the enclosing commit: one task for all. Only
+    reads of the vector index and the recall caches see the difference (later), never a write
+    decision (dedup reads the stored vectors in the database)."""
+    if getattr(_deferred, "pending", None) is not None:
+        yield  # nested: the outermost flushes
+        return
+    _deferred.pending = {}
+    try:
+        yield
+    finally:
+        pending, _deferred.pending = _deferred.pending, None
+        # Registered last, so it runs after every collecting callback (which may still be waiting
+        # for an enclosing commit, so `pending` can look empty here).
+        transaction.on_commit(lambda: _fire_many(pending), robust=True)
+
+
+def _fire_many(pending: dict[tuple[int, str], list[tuple[int, int]]]) -> None:
+    from memory.cache import user_generation_bump
+    from memory.enqueue import enqueue
+    from memory.tasks import memories_sync as memories_sync_task
+
+    if not pending:
+        return
+    for org_id, user_id in pending:
+        user_generation_bump(org_id, user_id)
+    enqueue(memories_sync_task, [list(pair) for pairs in pending.values() for pair in pairs])
+
+
 def _enqueue_sync(memory_ids_versions: list[tuple[int, int]], org_id: int, user_id: str) -> None:
     from memory.cache import user_generation_bump
     from memory.enqueue import enqueue
     from memory.tasks import memory_sync as memory_sync_task
+
+    pending = getattr(_deferred, "pending", None)
+    if pending is not None:
+        # Collected when this write commits (a rolled-back write's pairs are dropped with it).
+        transaction.on_commit(lambda: pending.setdefault((org_id, user_id), []).extend(memory_ids_versions),
+                              robust=True)
+        return
 
     def fire():
         user_generation_bump(org_id, user_id)
