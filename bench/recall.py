@@ -237,7 +237,7 @@ def _print_summary(args, meta, runs, summary) -> None:
 def _build(args) -> int:
     from dataclasses import asdict
 
-    from bench.store_cache import commit
+    from bench.store_cache import commit, load_vectors, save_vectors
 
     store = Path(args.store)
     building = store.with_name(store.name + ".building")
@@ -257,8 +257,13 @@ def _build(args) -> int:
     users = user_ids(_users(args))
     BulkLoader.SAMPLES_PER_USER = args.samples
     loader = BulkLoader(org, users, seed=args.seed, batch=args.batch, log=bench.log)
+    if args.vectors == "encode":
+        loader.vector_cache = load_vectors(loader.model_id)
+        bench.log(f"{len(loader.vector_cache):,} vectors from earlier builds")
     bench.log(f"building {args.n:,} memories over {len(users):,} users (load avg {_load()})")
     load = loader.load(args.n, vectors=args.vectors)
+    if loader.vector_cache is not None:
+        save_vectors(loader.model_id, loader.vector_cache)
     optimize_s = None
     index = get_vector_index()
     if args.optimize:

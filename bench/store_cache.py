@@ -70,3 +70,47 @@ def copy_var(store: Path, dest: Path) -> Path:
         shutil.rmtree(dest)
     shutil.copytree(store / "var", dest)
     return dest
+
+
+def load_vectors(model_id: str) -> dict:
+    """text -> vector of every text earlier builds encoded under this model (empty if none)."""
+    import numpy as np
+
+    path = _vectors_path(model_id)
+    if not path.is_file():
+        return _harvest(model_id)
+    with np.load(path, allow_pickle=False) as data:
+        return dict(zip(data["texts"].tolist(), data["vectors"]))
+
+
+def _harvest(model_id: str) -> dict:
+    """The stored vectors of the stores already built (a store built before vectors were kept)."""
+    import sqlite3
+
+    import numpy as np
+
+    out: dict = {}
+    for db in cache_root().glob("*/var/memory.sqlite3"):
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+            rows = conn.execute("SELECT m.content, e.vector FROM memory_memory m JOIN memory_memoryembedding e "
+                                "ON e.memory_id = m.id WHERE e.model_id = ?", (model_id,))
+            for content, blob in rows:
+                out.setdefault(content, np.frombuffer(blob, dtype=np.float32).copy())
+    return out
+
+
+def save_vectors(model_id: str, cache: dict) -> None:
+    import numpy as np
+
+    if not cache:
+        return
+    path = _vectors_path(model_id)
+    tmp = path.with_name(path.name + ".tmp.npz")
+    texts = list(cache)
+    np.savez(tmp, texts=np.array(texts), vectors=np.stack([cache[t] for t in texts]).astype(np.float32))
+    os.replace(tmp, path)
+
+
+def _vectors_path(model_id: str) -> Path:
+    safe = "".join(c if c.isalnum() or c in "-._" else "_" for c in model_id)
+    return cache_root() / f"vectors-{safe}.npz"

@@ -204,6 +204,9 @@ class BulkLoader:
     """Adds memories in batches; call ``load(n)`` repeatedly to grow the corpus (scale benchmark)."""
 
     SAMPLES_PER_USER = 4
+    # text -> stored vector under this loader's model, shared between builds (bench/store_cache.py
+    # keeps one on disk): stores of other sizes or user counts reuse what earlier builds encoded.
+    vector_cache: dict | None = None
 
     def __init__(self, org, users: list[str], *, seed: int, batch: int = 2000, sources: bool = True,
                  log=lambda msg: None):
@@ -337,6 +340,18 @@ class BulkLoader:
         """The stored (unit) vectors of texts. A composite's two models run in two threads: both
         release the GIL in their kernels, so on two cores the build takes about the slower model's
         time instead of the sum (the vectors are the composite's own: [u, m] / sqrt(2), normalised)."""
+        import numpy as np
+
+        cache = self.vector_cache
+        if cache is not None:
+            missing = [t for t in texts if t not in cache]
+            if missing:
+                for text, vector in zip(missing, self._encode_models(missing)):
+                    cache[text] = vector
+            return np.stack([cache[t] for t in texts]) if texts else np.zeros((0, self.dim), dtype=np.float32)
+        return self._encode_models(texts)
+
+    def _encode_models(self, texts: list[str]):
         import numpy as np
         from concurrent.futures import ThreadPoolExecutor
 
