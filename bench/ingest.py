@@ -38,6 +38,9 @@ def parse_args(argv=None):
     p.add_argument("--tool-share", type=float, default=0.3)
     p.add_argument("--max-tool-chars", type=int, default=6_000)
     p.add_argument("--profile", action="store_true", help="cProfile the service path (--via service only)")
+    p.add_argument("--runs", type=int, default=1,
+                   help="runs, each a fresh process and var dir; with more than one, the median and spread "
+                        "(min–max) of the figures are printed and written (the issue's figures: --runs 3)")
     p.add_argument("--via", choices=("http", "service"), default="http",
                    help="http: POST /messages/batch to gunicorn (default); service: messages_append in-process")
     return p.parse_args(argv)
@@ -60,6 +63,8 @@ def _register_entities(org, count: int, seed: int) -> int:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.runs > 1:
+        return _runs(args, sys.argv[1:] if argv is None else list(argv))
     bench = common.setup(NAME, args)
 
     from bench.synth import conversation_turns
@@ -316,6 +321,52 @@ def _report(args, bench, v) -> int:
         print("```")
     print(f"RSS {payload['rss_mb']} MiB (peak {payload['peak_rss_mb']} MiB)")
     print(f"\nresults: {out.relative_to(common.REPO_ROOT) if out.is_relative_to(common.REPO_ROOT) else out}")
+    return 0
+
+
+def _runs(args, argv: list[str]) -> int:
+    """The same command in `--runs` fresh processes, one after the other; median and spread."""
+    import json
+    import statistics
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from bench.recall import _without
+
+    base = _without(argv, "--runs", "--out")
+    docs = []
+    with tempfile.TemporaryDirectory(prefix="bench-ingest-runs-") as tmp:
+        for i in range(args.runs):
+            out = Path(tmp) / f"run-{i}.json"
+            subprocess.run([sys.executable, "-m", "bench.ingest", *base, "--out", str(out)], cwd=common.REPO_ROOT,
+                           check=True)
+            docs.append(json.loads(out.read_text(encoding="utf-8")))
+
+    def spread(values):
+        return {"median": round(statistics.median(values), 2), "min": round(min(values), 2),
+                "max": round(max(values), 2)}
+
+    figures = {
+        "turns_per_s": spread([d["service"]["messages_per_s"] for d in docs]),
+        "memories_per_s": spread([d["service"]["memories_per_s"] for d in docs]),
+        "append_call_p95_ms": spread([d["service"]["append_call_ms"]["p95"] for d in docs]),
+        "ratio_to_encode_one": spread([d["ratios"]["memories_time_vs_encode_one"] for d in docs]),
+        "ratio_to_encode_batch": spread([d["ratios"]["memories_time_vs_encode_batch"] for d in docs]),
+        "lag_messages_not_extracted": spread([d["lag_at_end"]["messages_not_extracted"] for d in docs]),
+        "lag_memories_not_projected": spread([d["lag_at_end"]["memories_not_projected"] for d in docs]),
+    }
+    loads = [(d["machine"]["load_avg_at_start"], d["load_avg_at_end"]) for d in docs]
+    out = Path(args.out) if args.out else common.RESULTS_DIR / f"{NAME}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"benchmark": NAME, "runs": len(docs), "figures": figures, "load_avg": loads,
+                               "per_run": docs}, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    print(f"\n### bench.ingest — {len(docs)} runs (median, min–max), via {args.via}, {args.batch} messages per call\n")
+    print(common.table(["figure", "median", "min", "max"],
+                       [(k, v["median"], v["min"], v["max"]) for k, v in figures.items()]))
+    for i, (start, end) in enumerate(loads):
+        print(f"run {i + 1}: load avg at start {start}, at end {end}")
+    print(f"\nresults: {out}")
     return 0
 
 
