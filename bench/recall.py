@@ -144,7 +144,7 @@ def _orchestrate(args, argv: list[str]) -> int:
     out = Path(args.out) if args.out else common.RESULTS_DIR / f"recall-{args.n // 1000}k-{args.per_user}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    _print_summary(args, meta, runs, summary)
+    _print_summary(args, meta, runs, summary, argv)
     print(f"\nresults: {out}")
     return 0
 
@@ -185,9 +185,9 @@ def _cell(summary: dict, *path) -> str:
     return f"{common.fmt(node['median'])} ({common.fmt(node['min'])}–{common.fmt(node['max'])})"
 
 
-def _print_summary(args, meta, runs, summary) -> None:
+def _print_summary(args, meta, runs, summary, argv) -> None:
     first = runs[0]
-    common.print_facts(first["machine"])
+    common.print_facts({**first["machine"], "command": " ".join(["python -m bench.recall", *argv])})
     build = meta.get("build", {})
     print(f"### bench.recall — {args.n:,} memories, {_users(args):,} users ({args.per_user:,} per user), "
           f"{args.runs} run(s) × {args.queries} cold + {args.after_write} after-write queries, k={args.k}, "
