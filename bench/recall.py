@@ -1,23 +1,40 @@
-"""Recall latency against its floor (DESIGN §10).
+"""Recall latency against its floor (DESIGN §10), over served HTTP, cold queries, in 3 runs.
 
-N synthetic zh+en memories in ONE org spread over many users, bulk-loaded (rows + stored vectors +
-live-collection points). Then ~500 queries about a user's own memories, each measured three ways,
-interleaved so machine noise hits all of them alike:
+A store of N synthetic zh+en memories in one org, ``--per-user`` (500) per user (so N / 500 users),
+is built once (bulk rows, batch encoding, bulk upsert) and cached on disk keyed by its parameters
+(bench/store_cache.py). Each run is a fresh process on a private copy of the store, with gunicorn
+serving a second copy as `make run` serves it (1 worker × 8 threads); it prints its load average.
+Every query is measured three ways, interleaved (the order rotates) so machine noise hits all alike:
 
-- floor:   one query embedding + one raw filtered vector search (org, user_id, status=active)
-- service: ``recall(RecallQuery(...))``
-- HTTP:    ``POST /api/v1/recall`` through Django's test client with an API key
+- floor:   the least the same query needs: the embeddings recall() computes for this query's
+           language (a Chinese query: the multilingual model only; otherwise both models; a long
+           query's focus too) + one raw filtered vector search (org, user, active) of the
+           candidate size, with the raw encoders and the raw index: nothing it computes is cached
+           or shared with the measured calls;
+- service: ``recall()`` in the run's process;
+- HTTP:    ``POST /api/v1/recall`` to gunicorn over a keep-alive connection (auth, throttle,
+           validation, serialisation, the WSGI server).
 
-Goal: recall/floor ≤ 2.0 at p95; service p95 ≤ 25 ms at 100k memories.
+Measured queries are never the warm-up queries (different texts), their users are drawn from the
+whole population, and a second set is measured right after a write to the query's user (an
+explicit memory: the write bumps the user's generation, so recall rebuilds the keyword index).
+Figures are reported per language (zh / en) as the median of the runs with the spread (min–max).
 
-    python -m bench.recall                 # 10k memories
-    python -m bench.recall --n 100000
+    python -m bench.recall                       # 100k memories, 500 per user, 3 runs
+    python -m bench.recall --per-user 2000       # 100k memories, 2,000 per user
+    python -m bench.recall --n 10000 --runs 1    # a quick look
 """
 from __future__ import annotations
 
 import json
+import os
 import random
+import shutil
+import statistics
+import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 from bench import common
 
@@ -26,297 +43,454 @@ NAME = "recall"
 
 def parse_args(argv=None):
     p = common.arg_parser(NAME, __doc__.split("\n\n")[0])
-    p.add_argument("--n", type=int, default=10_000, help="memories to load (default 10000)")
-    p.add_argument("--users", type=int, default=1000, help="users the memories are spread over (default 1000)")
-    p.add_argument("--queries", type=int, default=500, help="measured queries (default 500)")
-    p.add_argument("--query-users", type=int, default=200,
-                   help="users the queries come from (default 200: fits the keyword-index LRU of 256 users)")
-    p.add_argument("--cold-queries", type=int, default=100,
-                   help="extra queries after a write bumped the user's generation (keyword index rebuilt)")
+    p.add_argument("--n", type=int, default=100_000, help="memories in the store (default 100000)")
+    p.add_argument("--per-user", type=int, default=500, help="memories per user (default 500; 2000 for the large case)")
+    p.add_argument("--runs", type=int, default=3, help="runs, each a fresh process on a fresh copy (default 3)")
+    p.add_argument("--queries", type=int, default=300, help="measured cold queries per run (default 300)")
+    p.add_argument("--warm", type=int, default=100, help="warm-up queries per run, never measured (default 100)")
+    p.add_argument("--after-write", type=int, default=60,
+                   help="queries per run measured right after a write to their user (default 60)")
     p.add_argument("--k", type=int, default=5)
     p.add_argument("--cross-lingual", type=float, default=0.1, help="share of queries in the other language")
-    p.add_argument("--batch", type=int, default=2000, help="bulk-load batch size")
-    p.add_argument("--optimize", action="store_true", help="run the shard optimizer (HNSW build) after loading")
-    p.add_argument("--no-http", action="store_true", help="skip the HTTP measurement")
-    p.add_argument("--candidates", default="",
-                   help="also measure recall() with these RECALL_CANDIDATES values, e.g. 40,30 "
-                        "(latency and target hit rate, interleaved with the default on the same queries)")
+    p.add_argument("--batch", type=int, default=4000, help="build batch size")
+    p.add_argument("--vectors", choices=("encode", "random"), default="encode",
+                   help="encode the texts (default) or random unit vectors (a fast store for size-only runs)")
+    p.add_argument("--samples", type=int, default=24, help="query seeds kept per user (default 24)")
+    p.add_argument("--optimize", action="store_true", help="run the shard optimizer (HNSW build) after building")
+    p.add_argument("--no-http", action="store_true", help="skip gunicorn and the HTTP path")
+    p.add_argument("--rebuild", action="store_true", help="build the store again even if it is cached")
+    p.add_argument("--role", choices=("main", "build", "run"), default="main", help=argparse_hidden())
+    p.add_argument("--run-index", type=int, default=0, help=argparse_hidden())
+    p.add_argument("--store", help=argparse_hidden())
     return p.parse_args(argv)
+
+
+def argparse_hidden():
+    import argparse
+
+    return argparse.SUPPRESS
+
+
+def _store_params(args) -> dict:
+    return {"n": args.n, "users": _users(args), "seed": args.seed, "vectors": args.vectors, "samples": args.samples,
+            "optimize": args.optimize, "model": os.environ.get("EMBEDDING_MODEL", "default")}
+
+
+def _users(args) -> int:
+    return max(1, args.n // max(1, args.per_user))
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    from bench.store_cache import onnx_dir
+
+    os.environ.setdefault("EMBEDDING_ONNX_DIR", str(onnx_dir()))
+    if args.role == "build":
+        return _build(args)
+    if args.role == "run":
+        return _run(args)
+    return _orchestrate(args, sys.argv[1:] if argv is None else list(argv))
+
+
+# --------------------------------------------------------------------------- orchestration
+
+def _without(argv: list[str], *options: str) -> list[str]:
+    """argv without these options (and their values)."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        if a in options:
+            skip = True
+            continue
+        if any(a.startswith(o + "=") for o in options):
+            continue
+        out.append(a)
+    return out
+
+
+def _child(argv: list[str], role: str, extra: list[str]) -> None:
+    cmd = [sys.executable, "-m", "bench.recall", *argv, "--role", role, *extra]
+    subprocess.run(cmd, cwd=common.REPO_ROOT, check=True)
+
+
+def _orchestrate(args, argv: list[str]) -> int:
+    from bench.store_cache import read_meta, store_path
+
+    argv = [a for a in argv if a != "--rebuild"]
+    store = store_path(NAME, _store_params(args))
+    if args.rebuild or read_meta(store) is None:
+        print(f"[bench.recall] building the store {store.name} ({args.n:,} memories, {_users(args):,} users)",
+              file=sys.stderr, flush=True)
+        _child(argv, "build", ["--store", str(store)])
+    else:
+        print(f"[bench.recall] using the cached store {store}", file=sys.stderr, flush=True)
+    meta = read_meta(store)
+    runs = []
+    tmp = Path(tempfile.mkdtemp(prefix="bench-recall-runs-"))
+    try:
+        for i in range(args.runs):
+            out = tmp / f"run-{i}.json"
+            _child(_without(argv, "--out"), "run",
+                   ["--store", str(store), "--run-index", str(i), "--out", str(out)])
+            runs.append(json.loads(out.read_text(encoding="utf-8")))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    summary = _summarise(runs)
+    doc = {"benchmark": NAME, "args": {k: v for k, v in vars(args).items() if k not in ("role", "store", "run_index")},
+           "store": {"path": str(store), **{k: v for k, v in meta.items() if k not in ("samples", "api_key")}},
+           "summary": summary, "runs": runs}
+    out = Path(args.out) if args.out else common.RESULTS_DIR / f"recall-{args.n // 1000}k-{args.per_user}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    _print_summary(args, meta, runs, summary, argv)
+    print(f"\nresults: {out}")
+    return 0
+
+
+def _leaves(doc, prefix=()):
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            yield from _leaves(value, prefix + (key,))
+    elif isinstance(doc, (int, float)) and not isinstance(doc, bool):
+        yield prefix, float(doc)
+
+
+def _summarise(runs: list[dict]) -> dict:
+    """Median and spread over the runs of every figure (latencies, ratios, stages)."""
+    values: dict[tuple, list[float]] = {}
+    for run in runs:
+        for key, value in _leaves({"latency_ms": run["latency_ms"], "ratios": run["ratios"],
+                                   "stages_ms": run["stages_ms"], "hit_at_k": run["hit_at_k"]}):
+            values.setdefault(key, []).append(value)
+    out: dict = {}
+    for key, xs in values.items():
+        node = out
+        for part in key[:-1]:
+            node = node.setdefault(part, {})
+        node[key[-1]] = {"median": round(statistics.median(xs), 3), "min": round(min(xs), 3),
+                         "max": round(max(xs), 3), "runs": len(xs)}
+    return out
+
+
+def _cell(summary: dict, *path) -> str:
+    node = summary
+    for part in path:
+        node = node.get(part) if isinstance(node, dict) else None
+        if node is None:
+            return "–"
+    if node["runs"] == 1:
+        return common.fmt(node["median"])
+    return f"{common.fmt(node['median'])} ({common.fmt(node['min'])}–{common.fmt(node['max'])})"
+
+
+def _print_summary(args, meta, runs, summary, argv) -> None:
+    first = runs[0]
+    common.print_facts({**first["machine"], "command": " ".join(["python -m bench.recall", *argv])})
+    build = meta.get("build", {})
+    print(f"### bench.recall — {args.n:,} memories, {_users(args):,} users ({args.per_user:,} per user), "
+          f"{args.runs} run(s) × {args.queries} cold + {args.after_write} after-write queries, k={args.k}, "
+          f"candidates={first['config']['candidate_limit']}\n")
+    print(f"store: built in {build.get('total_s')} s ({build.get('memories_per_s')} memories/s, vectors "
+          f"{build.get('vectors')}), cached at {meta.get('path', '')}")
+    for run in runs:
+        print(f"run {run['run_index'] + 1}: load avg at start {run['machine']['load_avg_at_start']}, at end "
+              f"{run['load_avg_at_end']}; RSS bench {run['rss_mb']} MiB, gunicorn {run.get('server_rss_mb')} MiB")
+    print("\nmedian of the runs (min–max); ratio = path / floor for the same queries, per run\n")
+    rows = []
+    for phase, label in (("cold", "cold"), ("after_write", "after a write")):
+        for lang in ("zh", "en", "all"):
+            for path in ("floor", "service", "http"):
+                if path == "http" and args.no_http:
+                    continue
+                rows.append((label, lang, path, _cell(summary, "latency_ms", phase, lang, path, "n"),
+                             _cell(summary, "latency_ms", phase, lang, path, "p50"),
+                             _cell(summary, "latency_ms", phase, lang, path, "p95"),
+                             "" if path == "floor" else _cell(summary, "ratios", phase, lang, path, "p50"),
+                             "" if path == "floor" else _cell(summary, "ratios", phase, lang, path, "p95")))
+    print(common.table(["queries", "lang", "path", "n", "p50 ms", "p95 ms", "ratio p50", "ratio p95"], rows))
+    print("\nrecall() stages, cold (its own timings), p50 / p95 ms:\n")
+    stage_rows = []
+    for lang in ("zh", "en"):
+        for stage in sorted(summary.get("stages_ms", {}).get(lang, {})):
+            stage_rows.append((lang, stage, _cell(summary, "stages_ms", lang, stage, "p50"),
+                               _cell(summary, "stages_ms", lang, stage, "p95")))
+    print(common.table(["lang", "stage", "p50 ms", "p95 ms"], stage_rows))
+    print(f"\ntarget memory in the top {args.k}: {_cell(summary, 'hit_at_k')}; SQL per recall (run 1): "
+          f"service {first['sql'].get('service_mean')}")
+    if args.n >= 100_000 and args.per_user <= 500 and not args.no_http:
+        for lang in ("zh", "en"):
+            p95 = summary["latency_ms"]["cold"][lang]["http"]["p95"]["median"]
+            ratio = summary["ratios"]["cold"][lang]["http"]["p95"]["median"]
+            print(f"goal ({lang}): HTTP p95 {p95} ms (≤ 20: {common.goal_mark(p95, 20.0)}), "
+                  f"HTTP/floor p95 {ratio} (≤ 1.5: {common.goal_mark(ratio, 1.5)})")
+    errors = [e for run in runs for e in run.get("http_errors", [])]
+    if errors:
+        print(f"HTTP errors: {errors[:5]}")
+    print(f"disk (run 1's copy): SQLite {common.human_bytes(first['disk']['sqlite_bytes'])}, "
+          f"qdrant {common.human_bytes(first['disk']['qdrant_bytes'])}")
+
+
+# --------------------------------------------------------------------------- build (a child process)
+
+def _build(args) -> int:
+    from dataclasses import asdict
+
+    from bench.store_cache import commit, load_vectors, save_vectors
+
+    store = Path(args.store)
+    building = store.with_name(store.name + ".building")
+    shutil.rmtree(building, ignore_errors=True)
+    args.var_dir = str(building / "var")
     bench = common.setup(NAME, args)
 
-    from django.conf import settings
-    from django.test import Client
+    from django.db import connection
 
-    from bench.synth import BulkLoader, TextGen, user_ids
-    from memory.cache import user_generation_bump
-    from memory.selectors.recall_pipeline import RecallQuery, recall
-    from memory.vector_index import get_vector_index
+    from bench.synth import BulkLoader, user_ids
+    from memory.vector_index import get_vector_index, reset_vector_index
     from tenancy.services import api_key_create, org_get_or_create
 
+    with connection.cursor() as cursor:  # a throwaway build: durability per statement buys nothing
+        cursor.execute("PRAGMA synchronous=OFF")
     org = org_get_or_create(slug="bench")
-    users = user_ids(args.users)
+    users = user_ids(_users(args))
+    BulkLoader.SAMPLES_PER_USER = args.samples
     loader = BulkLoader(org, users, seed=args.seed, batch=args.batch, log=bench.log)
-    bench.facts = common.machine_facts(loader.embedder)
-    bench.log(f"loading {args.n:,} memories over {args.users:,} users")
-    load = loader.load(args.n)
-    bench.log(f"loaded in {load.total_s:.1f}s (vectors {load.vectors_s:.1f}s, db {load.db_s:.1f}s, "
-              f"upsert {load.upsert_s:.1f}s)")
-    index = get_vector_index()
-    collection = loader.collection
+    if args.vectors == "encode":
+        loader.vector_cache = load_vectors(loader.model_id)
+        bench.log(f"{len(loader.vector_cache):,} vectors from earlier builds")
+    bench.log(f"building {args.n:,} memories over {len(users):,} users (load avg {_load()})")
+    load = loader.load(args.n, vectors=args.vectors)
+    if loader.vector_cache is not None:
+        save_vectors(loader.model_id, loader.vector_cache)
     optimize_s = None
+    index = get_vector_index()
     if args.optimize:
         t = common.now()
-        index.optimize(collection=collection)
-        optimize_s = round(common.ms_since(t) / 1000, 2)
-        bench.log(f"optimized in {optimize_s}s")
-    points = index.count(collection=collection)
+        index.optimize(collection=loader.collection)
+        optimize_s = round(common.ms_since(t) / 1000, 1)
+    points = index.count(collection=loader.collection)
+    _, raw_key = api_key_create(org=org, name="bench")
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    connection.close()
+    reset_vector_index()
+    bench.log(f"built in {load.total_s:.1f}s (encode {load.vectors_s:.1f}s, SQLite {load.db_s:.1f}s, "
+              f"upsert {load.upsert_s:.1f}s); {points:,} points")
+    meta = {"params": _store_params(args), "build": {**load.as_dict(), "optimize_s": optimize_s,
+                                                     "load_avg_at_end": _load()},
+            "points": points, "collection": loader.collection, "api_key": raw_key, "users": users,
+            "samples": {u: [asdict(m) for m in ms] for u, ms in load.samples.items()}, "path": str(store)}
+    commit(building, store, meta)
+    return 0
 
-    # ---------------------------------------------------------------- queries
-    rng = random.Random(args.seed + 7)
-    gen = TextGen(args.seed + 11)
-    gen.rng = rng
-    candidates = [u for u in users if load.samples.get(u)]
-    pool = rng.sample(candidates, min(args.query_users, len(candidates)))
-    total_queries = args.queries + args.cold_queries
-    queries = []
-    for i in range(total_queries):
-        user = pool[i % len(pool)] if i < len(pool) else rng.choice(pool)
-        seed_memory = rng.choice(load.samples[user])
-        text, lang = gen.query_for(seed_memory, cross_lingual=rng.random() < args.cross_lingual)
-        queries.append({"user": user, "query": text, "lang": lang, "target": seed_memory.memory_id})
-    rng.shuffle(queries)
-    warm_set, cold_set = queries[: args.queries], queries[args.queries:]
 
-    embedder = loader.embedder
+# --------------------------------------------------------------------------- one run (a child process)
+
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def _draw(rng, gen, samples, users, count, exclude, cross_lingual):
+    """Queries about a random user's own memories; texts never in `exclude`, never repeated."""
+    from bench.synth import SynthMemory
+
+    out, seen, tries = [], set(exclude), 0
+    while len(out) < count and tries < count * 50:
+        tries += 1
+        user = rng.choice(users)
+        seed = SynthMemory(**rng.choice(samples[user]))
+        text, lang = gen.query_for(seed, cross_lingual=rng.random() < cross_lingual)
+        if text in seen:
+            continue
+        seen.add(text)
+        out.append({"user": user, "query": text, "lang": lang, "target": seed.memory_id})
+    return out
+
+
+def _run(args) -> int:
+    from bench.store_cache import copy_var, read_meta
+
+    store = Path(args.store)
+    meta = read_meta(store)
+    tmp = Path(tempfile.mkdtemp(prefix=f"bench-recall-run{args.run_index}-"))
+    try:
+        own = copy_var(store, tmp / "bench")
+        served = None if args.no_http else copy_var(store, tmp / "served")
+        args.var_dir = str(own)
+        bench = common.setup(NAME, args)
+        return _measure(args, bench, meta, served)
+    finally:
+        try:
+            from memory.vector_index import reset_vector_index
+
+            reset_vector_index()
+        except Exception:
+            pass
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _measure(args, bench, meta, served) -> int:
+    import numpy as np
+    from django.conf import settings
+
+    from bench.serve import Client, Server
+    from bench.synth import TextGen
+    from memory.embeddings import CompositeEmbedder
+    from memory.query_shape import shape
+    from memory.selectors.recall_pipeline import RecallQuery, _is_cjk, recall
+    from memory.services.memories import MemoryInput, memory_write
+    from memory.vector_index import get_vector_index
+    from memory.vectors import active_embedder
+    from tenancy.models import Org
+
+    org = Org.objects.get(slug="bench")
+    embedder = active_embedder()
+    index = get_vector_index()
+    collection = meta["collection"]
+    bench.facts = common.machine_facts(embedder)
+    print(f"[run {args.run_index + 1}] load avg at start {bench.facts['load_avg_at_start']}", file=sys.stderr,
+          flush=True)
     limit = max(settings.RECALL_CANDIDATES, args.k * 3)
     org_key = str(org.id)
+    share = settings.RECALL_WEIGHTS["multilingual_share_en"]
+    composite = isinstance(embedder, CompositeEmbedder)
 
-    def floor(q):
-        vec = embedder.encode_one(q["query"])
-        return index.search(vec, filters={"org": org_key, "user_id": q["user"], "status": "active"}, limit=limit,
-                            collection=collection)
+    def query_vector(text: str, cjk: bool):
+        # What recall() embeds for this language, with the raw encoders (no cache on this path).
+        if not composite:
+            return embedder.encode_one(text)
+        first = embedder.parts[0].encode_one(text)
+        if cjk:
+            return embedder.compose(first, np.zeros(embedder.parts[1].dim, dtype=np.float32), 1.0)
+        return embedder.compose(first, embedder.parts[1].encode_one(text), share)
+
+    def floor(q) -> tuple[float, float]:
+        t = common.now()
+        cjk = _is_cjk(q["query"])
+        vec = query_vector(q["query"], cjk)
+        query_shape = shape(q["query"])
+        if query_shape.long:  # recall() embeds a long query's focus too
+            focus = query_vector(query_shape.focus, cjk)
+            w = settings.RECALL_LONG_QUERY["focus_weight"]
+            vec = ((1.0 - w) * vec + w * focus).astype(np.float32)
+        t_embed = common.ms_since(t)
+        index.search(vec, filters={"org": org_key, "user_id": q["user"], "status": "active"}, limit=limit,
+                     collection=collection)
+        return common.ms_since(t), t_embed
 
     def service(q):
         return recall(RecallQuery(org=org, user_id=q["user"], query=q["query"], k=args.k))
 
-    _, raw_key = api_key_create(org=org, name="bench")
-    client = Client()
     http_errors: list[str] = []
+    server = None
+    if served is not None:
+        server = Server(served, log=bench.log).__enter__()
+        client = Client(server.port, api_key=meta["api_key"])
 
     def http(q):
-        response = client.post("/api/v1/recall", data=json.dumps({"query": q["query"], "k": args.k}),
-                               content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw_key}",
-                               HTTP_X_MEMORY_USER=q["user"])
-        if response.status_code != 200 and len(http_errors) < 5:
-            http_errors.append(f"{response.status_code} {response.content[:200]!r}")
-        return response
+        status, body = client.request("POST", "/api/v1/recall", {"query": q["query"], "k": args.k}, user=q["user"])
+        if status != 200 and len(http_errors) < 5:
+            http_errors.append(f"{status} {body[:200]!r}")
 
-    # ---------------------------------------------------------------- warm-up
-    bench.log(f"warm-up over {len(warm_set)} queries ({len(pool)} users)")
-    for q in warm_set:
-        floor(q)
-        service(q)
-        if not args.no_http:
-            http(q)
-
-    # ---------------------------------------------------------------- measured, interleaved
-    bench.log("measuring")
-    samples = {"floor": [], "floor_embed": [], "floor_search": [], "service": [], "http": []}
-    stages = {"embed": [], "vector": [], "keyword": [], "back_check_rank": [], "touch_and_rest": []}
-    by_lang = {"zh": {"floor": [], "service": []}, "en": {"floor": [], "service": []}}
+    rng = random.Random(args.seed * 1000 + args.run_index)
+    gen = TextGen(args.seed + 1000 + args.run_index)
+    gen.rng = rng
+    samples = meta["samples"]
+    users = [u for u in meta["users"] if samples.get(u)]
+    warm = _draw(rng, gen, samples, users, args.warm, set(), args.cross_lingual)
+    warm_texts = {q["query"] for q in warm}
+    cold = _draw(rng, gen, samples, users, args.queries, warm_texts, args.cross_lingual)
+    after = _draw(rng, gen, samples, users, args.after_write, warm_texts | {q["query"] for q in cold},
+                  args.cross_lingual)
+    paths = ["floor", "service"] + ([] if server is None else ["http"])
+    latency: dict = {phase: {lang: {p: [] for p in paths} for lang in ("zh", "en", "all")}
+                     for phase in ("cold", "after_write")}
+    stages: dict = {"zh": {}, "en": {}}
     hits = 0
-    for i, q in enumerate(warm_set):
-        order = ["floor", "service", "http"]
-        order = order[i % 3:] + order[: i % 3]
-        for what in order:
-            if what == "floor":
-                t = common.now()
-                vec = embedder.encode_one(q["query"])
-                t_embed = common.ms_since(t)
-                t2 = common.now()
-                index.search(vec, filters={"org": org_key, "user_id": q["user"], "status": "active"}, limit=limit,
-                             collection=collection)
-                t_search = common.ms_since(t2)
-                samples["floor"].append(t_embed + t_search)
-                samples["floor_embed"].append(t_embed)
-                samples["floor_search"].append(t_search)
-                by_lang[q["lang"]]["floor"].append(t_embed + t_search)
-            elif what == "service":
-                result, elapsed = common.timed(service, q)
-                samples["service"].append(elapsed)
-                by_lang[q["lang"]]["service"].append(elapsed)
-                tm = result.timings_ms
-                for key in ("embed", "vector", "keyword", "back_check_rank"):
-                    if key in tm:
-                        stages[key].append(tm[key])
-                stages["touch_and_rest"].append(max(0.0, elapsed - tm.get("total", elapsed)))
-                hits += any(item.memory.id == q["target"] for item in result.items)
-            elif not args.no_http:
-                _, elapsed = common.timed(http, q)
-                samples["http"].append(elapsed)
+    try:
+        bench.log(f"warm-up: {len(warm)} queries (never measured)")
+        for q in warm:
+            floor(q)
+            service(q)
+            if server is not None:
+                http(q)
 
-    # ---------------------------------------------------------------- cold keyword index
-    cold = {"floor": [], "service": []}
-    if cold_set:
-        bench.log(f"cold-keyword pass over {len(cold_set)} queries")
-        for q in cold_set:
-            _, elapsed = common.timed(floor, q)
-            cold["floor"].append(elapsed)
-            user_generation_bump(org.id, q["user"])  # what any write for this user does
-            _, elapsed = common.timed(service, q)
-            cold["service"].append(elapsed)
+        def measure(q, i, phase):
+            nonlocal hits
+            order = paths[i % len(paths):] + paths[: i % len(paths)]
+            for what in order:
+                if what == "floor":
+                    elapsed, _ = floor(q)
+                elif what == "service":
+                    result, elapsed = common.timed(service, q)
+                    if phase == "cold":
+                        hits += any(item.memory.id == q["target"] for item in result.items)
+                        for key in ("embed", "vector", "keyword", "back_check_rank"):
+                            if key in result.timings_ms:
+                                stages[q["lang"]].setdefault(key, []).append(result.timings_ms[key])
+                        stages[q["lang"]].setdefault("outside_timings", []).append(
+                            max(0.0, elapsed - result.timings_ms.get("total", elapsed)))
+                else:
+                    _, elapsed = common.timed(http, q)
+                latency[phase][q["lang"]][what].append(elapsed)
+                latency[phase]["all"][what].append(elapsed)
 
-    # ---------------------------------------------------------------- candidate-limit alternatives
-    alternatives = _candidate_alternatives(args, warm_set, service, bench.log)
+        bench.log(f"measuring {len(cold)} cold queries from {len({q['user'] for q in cold})} users")
+        for i, q in enumerate(cold):
+            measure(q, i, "cold")
 
-    # ---------------------------------------------------------------- SQL per call (diagnosis)
-    sql = _sql_profile(warm_set[:20], service, http if not args.no_http else None)
+        bench.log(f"measuring {len(after)} queries right after a write to their user")
+        for i, q in enumerate(after):
+            fresh = gen.memory(q["user"], "fact", q["lang"]).content
+            memory_write(MemoryInput(org=org, user_id=q["user"], kind="fact", content=fresh, created_by="api",
+                                     actor="bench"))
+            if server is not None:
+                status, body = client.request("POST", "/api/v1/memories", {"kind": "fact", "content": fresh},
+                                              user=q["user"])
+                if status not in (200, 201) and len(http_errors) < 5:
+                    http_errors.append(f"write {status} {body[:200]!r}")
+            measure(q, i, "after_write")
+        sql = _sql_profile(cold[:20], service)
+        server_rss = server.rss_mb() if server is not None else None
+    finally:
+        if server is not None:
+            server.__exit__(None, None, None)
 
-    # ---------------------------------------------------------------- report
-    st = {k: common.stats(v) for k, v in samples.items() if v}
-    floor_st = st["floor"]
-    rows = [("floor: embed + filtered search", floor_st, None),
-            ("  floor: query embedding", st["floor_embed"], None),
-            ("  floor: filtered vector search", st["floor_search"], None),
-            ("recall() service call", st["service"], common.ratios(st["service"], floor_st))]
-    if "http" in st:
-        rows.append(("POST /api/v1/recall (test client)", st["http"], common.ratios(st["http"], floor_st)))
-    cold_st = {k: common.stats(v) for k, v in cold.items() if v}
-    if cold_st:
-        rows.append(("cold floor", cold_st["floor"], None))
-        rows.append(("recall() after a write (keyword index rebuilt)", cold_st["service"],
-                     common.ratios(cold_st["service"], cold_st["floor"])))
-    stage_st = {k: common.stats(v) for k, v in stages.items() if v}
-    lang_st = {lang: {k: common.stats(v) for k, v in d.items() if v} for lang, d in by_lang.items()}
-
-    service_p95 = st["service"]["p95"]
-    ratio_p95 = common.ratio(service_p95, floor_st["p95"])
-    goals = {
-        "ratio_p95_le_2": {"value": ratio_p95, "limit": 2.0, "status": common.goal_mark(ratio_p95, 2.0)},
-        "service_p95_le_25ms_at_100k": {
-            "value": service_p95, "limit": 25.0,
-            "status": common.goal_mark(service_p95, 25.0) if args.n >= 100_000 else f"n/a at n={args.n:,}"},
+    lat_st = {phase: {lang: {p: common.stats(v) for p, v in d.items() if v} for lang, d in by_lang.items()}
+              for phase, by_lang in latency.items()}
+    ratios = {phase: {lang: {p: common.ratios(st[p], st["floor"]) for p in st if p != "floor"}
+                      for lang, st in by_lang.items() if "floor" in st}
+              for phase, by_lang in lat_st.items()}
+    doc = {
+        "run_index": args.run_index, "machine": bench.facts, "load_avg_at_end": _load(),
+        "config": {"n": args.n, "users": len(meta["users"]), "per_user": args.per_user, "k": args.k,
+                   "candidate_limit": limit, "cold_queries": len(cold), "after_write_queries": len(after),
+                   "warm_queries": len(warm), "cold_users": len({q["user"] for q in cold})},
+        "latency_ms": lat_st, "ratios": ratios,
+        "stages_ms": {lang: {k: common.stats(v) for k, v in d.items()} for lang, d in stages.items()},
+        "hit_at_k": round(hits / len(cold), 3) if cold else None, "sql": sql, "http_errors": http_errors,
+        "rss_mb": common.rss_mb(), "server_rss_mb": server_rss, "disk": common.var_sizes(bench.var_dir),
     }
-    per_user = args.n / max(1, len([u for u in users if load.samples.get(u)]))
-    payload = {
-        "config": {"n": args.n, "users": args.users, "memories_per_user_mean": round(per_user, 1),
-                   "query_users": len(pool), "queries": len(warm_set), "cold_queries": len(cold_set), "k": args.k,
-                   "candidate_limit": limit, "points_in_collection": points, "optimized": args.optimize,
-                   "keyword_index_lru_users": _lru_size()},
-        "build": {**load.as_dict(), "optimize_s": optimize_s},
-        "latency_ms": st,
-        "cold_keyword_latency_ms": cold_st,
-        "service_stages_ms": stage_st,
-        "by_language_ms": lang_st,
-        "ratios": {"service": common.ratios(st["service"], floor_st),
-                   "http": common.ratios(st["http"], floor_st) if "http" in st else None,
-                   "cold_service": common.ratios(cold_st["service"], cold_st["floor"]) if cold_st else None},
-        "goals": goals,
-        "sql_per_call": sql,
-        "target_hit_at_k": round(hits / len(warm_set), 3) if warm_set else None,
-        "candidate_alternatives": alternatives,
-        "http_errors": http_errors,
-        "rss_mb": common.rss_mb(), "peak_rss_mb": common.peak_rss_mb(),
-        "disk": common.var_sizes(bench.var_dir),
-    }
-    out = common.write_results(bench, payload)
-
-    common.print_facts(bench.facts)
-    print(f"### bench.recall — {args.n:,} memories, {args.users:,} users (~{per_user:.0f}/user), "
-          f"{len(warm_set)} queries from {len(pool)} users, k={args.k}, candidates={limit}\n")
-    print(f"build: {load.total_s:.1f} s ({load.n / max(load.total_s, 1e-9):,.0f} memories/s; encode "
-          f"{load.vectors_s:.1f} s, SQLite {load.db_s:.1f} s, upsert {load.upsert_s:.1f} s)"
-          + (f", optimize {optimize_s} s" if optimize_s else "") + f"; {points:,} points\n")
-    print(common.table(["path", "n", "p50 ms", "p95 ms", "p99 ms", "ratio p50", "ratio p95"],
-                       [(label, s["n"], s["p50"], s["p95"], s["p99"], (r or {}).get("p50"), (r or {}).get("p95"))
-                        for label, s, r in rows]))
-    print()
-    print("recall() stages (its own timings; touch_and_rest = eager memory_touch task + bookkeeping):\n")
-    print(common.table(["stage", "p50 ms", "p95 ms", "p99 ms"],
-                       [(k, v["p50"], v["p95"], v["p99"]) for k, v in stage_st.items()]))
-    print()
-    print(common.table(["language", "floor p50", "floor p95", "recall p50", "recall p95"],
-                       [(lang, d.get("floor", {}).get("p50"), d.get("floor", {}).get("p95"),
-                         d.get("service", {}).get("p50"), d.get("service", {}).get("p95"))
-                        for lang, d in lang_st.items()]))
-    print()
-    print(f"goals: recall/floor p95 = {ratio_p95} (≤ 2.0: {goals['ratio_p95_le_2']['status']}); "
-          f"service p95 = {service_p95} ms (≤ 25 ms at 100k: {goals['service_p95_le_25ms_at_100k']['status']}); "
-          f"target memory in top-{args.k}: {payload['target_hit_at_k']}")
-    print(f"SQL queries per call (mean over {sql['calls']}): recall() {sql['service_mean']}, "
-          f"HTTP {sql.get('http_mean')}")
-    if alternatives:
-        print()
-        print(common.table(["RECALL_CANDIDATES", "recall p50 ms", "recall p95 ms", f"target in top-{args.k}"],
-                           [(value, a["latency_ms"]["p50"], a["latency_ms"]["p95"], a["target_hit_at_k"])
-                            for value, a in alternatives.items()]))
-    if http_errors:
-        print(f"HTTP errors: {http_errors}")
-    print(f"RSS {payload['rss_mb']} MiB (peak {payload['peak_rss_mb']} MiB); disk "
-          f"SQLite {common.human_bytes(payload['disk']['sqlite_bytes'])}, "
-          f"qdrant {common.human_bytes(payload['disk']['qdrant_bytes'])}")
-    print(f"\nresults: {out.relative_to(common.REPO_ROOT) if out.is_relative_to(common.REPO_ROOT) else out}")
+    Path(args.out).write_text(json.dumps(doc, ensure_ascii=False, default=str), encoding="utf-8")
+    print(f"[run {args.run_index + 1}] load avg at end {doc['load_avg_at_end']}; cold HTTP p95 "
+          f"{lat_st['cold']['all'].get('http', {}).get('p95')} ms, service p95 {lat_st['cold']['all']['service']['p95']} "
+          f"ms, floor p95 {lat_st['cold']['all']['floor']['p95']} ms", file=sys.stderr, flush=True)
     return 0
 
 
-def _candidate_alternatives(args, queries, service, log) -> dict:
-    """recall() with other RECALL_CANDIDATES values, round-robin per query with the default, so the
-    latency and hit-rate differences come from the setting, not from the machine's load."""
-    from django.conf import settings
-
-    values = [int(v) for v in args.candidates.split(",") if v.strip()]
-    if not values:
-        return {}
-    default = settings.RECALL_CANDIDATES
-    order = [default, *[v for v in values if v != default]]
-    samples = {v: [] for v in order}
-    hits = dict.fromkeys(order, 0)
-    log(f"candidate limits {order} over {len(queries)} queries")
-    try:
-        for i, q in enumerate(queries):
-            for value in order[i % len(order):] + order[: i % len(order)]:
-                settings.RECALL_CANDIDATES = value
-                result, elapsed = common.timed(service, q)
-                samples[value].append(elapsed)
-                hits[value] += any(item.memory.id == q["target"] for item in result.items)
-    finally:
-        settings.RECALL_CANDIDATES = default
-    return {value: {"latency_ms": common.stats(samples[value]), "target_hit_at_k": round(hits[value] / len(queries), 3)}
-            for value in order}
-
-
-def _sql_profile(queries, service, http) -> dict:
-    """How many SQL statements one recall issues (service and HTTP), and the first call's statements."""
+def _sql_profile(queries, service) -> dict:
+    """How many SQL statements one recall issues in the run's process."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    out = {"calls": len(queries)}
-    for label, fn in (("service", service), ("http", http)):
-        if fn is None or not queries:
-            continue
-        counts, first = [], None
-        for q in queries:
-            with CaptureQueriesContext(connection) as ctx:
-                fn(q)
-            counts.append(len(ctx.captured_queries))
-            if first is None:
-                first = [c["sql"][:160] for c in ctx.captured_queries]
-        out[f"{label}_mean"] = round(sum(counts) / len(counts), 1)
-        out[f"{label}_first_call"] = first
-    return out
-
-
-def _lru_size() -> int | None:
-    try:
-        from memory.keyword import MAX_INDEXES
-
-        return MAX_INDEXES
-    except ImportError:
-        return None
+    counts = []
+    for q in queries:
+        with CaptureQueriesContext(connection) as ctx:
+            service(q)
+        counts.append(len(ctx.captured_queries))
+    return {"calls": len(counts), "service_mean": round(sum(counts) / len(counts), 1) if counts else None}
 
 
 if __name__ == "__main__":

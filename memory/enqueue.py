@@ -12,6 +12,8 @@ success (conversations/services.py).
 """
 import importlib
 import logging
+import threading
+from contextlib import contextmanager
 
 from celery import current_app
 from celery.exceptions import Retry
@@ -22,12 +24,13 @@ from memory.vector_index import VectorIndexUnavailable
 logger = logging.getLogger(__name__)
 
 MEMORY_SYNC = "memory.tasks.memory_sync"
+MEMORIES_SYNC = "memory.tasks.memories_sync"
 MEMORY_POINTS_DELETE = "memory.tasks.memory_points_delete"
 MESSAGES_EXTRACT = "memory.tasks.messages_extract"
 MEMORY_TOUCH = "memory.tasks.memory_touch"
 FORGET_REQUEST_EXECUTE = "memory.tasks.forget_request_execute"
 
-TASK_NAMES = (MEMORY_SYNC, MEMORY_POINTS_DELETE, MESSAGES_EXTRACT, MEMORY_TOUCH, FORGET_REQUEST_EXECUTE)
+TASK_NAMES = (MEMORY_SYNC, MEMORIES_SYNC, MEMORY_POINTS_DELETE, MESSAGES_EXTRACT, MEMORY_TOUCH, FORGET_REQUEST_EXECUTE)
 
 
 def task_named(name: str):
@@ -53,11 +56,53 @@ def enqueue(name: str, *args) -> bool:
         return False
 
 
+_deferred = threading.local()
+
+
+@contextmanager
+def projections_deferred():
+    """Writes inside collect their projection work (generation bump, memory_sync) instead of queueing
+    it at each commit; on exit it is queued once, after the enclosing commit: one task for all. Only
+    reads of the vector index and the recall caches see the difference (later), never a write
+    decision (dedup reads the stored vectors in the database)."""
+    from django.db import transaction
+
+    if getattr(_deferred, "pending", None) is not None:
+        yield  # nested: the outermost flushes
+        return
+    _deferred.pending = {}
+    try:
+        yield
+    finally:
+        pending, _deferred.pending = _deferred.pending, None
+        # Registered last, so it runs after every collecting callback (which may still be waiting
+        # for an enclosing commit, so `pending` can look empty here).
+        transaction.on_commit(lambda: _fire_many(pending), robust=True)
+
+
+def _fire_many(pending: dict[tuple[int, str], list[tuple[int, int]]]) -> None:
+    from memory.cache import user_generation_bump
+
+    if not pending:
+        return
+    for org_id, user_id in pending:
+        user_generation_bump(org_id, user_id)
+    enqueue(MEMORIES_SYNC, [list(pair) for pairs in pending.values() for pair in pairs])
+
+
 def sync_after_commit(memory_ids_versions: list[tuple[int, int]], org_id: int, user_id: str) -> None:
-    """Once the write commits: bump the user's cache generation and project each (memory, version)."""
+    """Once the write commits: bump the user's cache generation and project each (memory, version);
+    inside ``projections_deferred()`` the pairs are collected for one task instead."""
     from django.db import transaction
 
     from memory.cache import user_generation_bump
+
+    pending = getattr(_deferred, "pending", None)
+    if pending is not None:
+        # Collected when this write commits (a rolled-back write's pairs are dropped with it).
+        transaction.on_commit(lambda: pending.setdefault((org_id, user_id), []).extend(memory_ids_versions),
+                              robust=True)
+        return
 
     def fire():
         user_generation_bump(org_id, user_id)

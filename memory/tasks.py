@@ -47,6 +47,15 @@ def memory_sync(memory_id: int, version: int, collection: str | None = None) -> 
 
 @shared_task(base=VectorTask, acks_late=True, autoretry_for=(VectorIndexUnavailable, ConnectionError),
              retry_backoff=True, retry_backoff_max=60, max_retries=10)
+def memories_sync(pairs: list[list[int]]) -> dict:
+    """memory_sync of several [memory id, version] pairs in one pass (a batch of writes)."""
+    from memory import projections
+
+    return projections.memories_sync(pairs=[(int(m), int(v)) for m, v in pairs])
+
+
+@shared_task(base=VectorTask, acks_late=True, autoretry_for=(VectorIndexUnavailable, ConnectionError),
+             retry_backoff=True, retry_backoff_max=60, max_retries=10)
 def memory_points_delete(memory_ids: list[int]) -> int:
     from memory import projections
 

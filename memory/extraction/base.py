@@ -80,6 +80,9 @@ class ExtractionResult:
 
 class Extractor(ABC):
     name: str
+    # A remote extractor (a model behind HTTP) costs a call per extraction: a batch must not run it
+    # ahead of time to learn which texts it will embed (memory/services/extraction_batch.py).
+    remote: bool = False
 
     @abstractmethod
     def extract(self, inp: ExtractionInput) -> ExtractionResult: ...

@@ -65,6 +65,7 @@ def _retryable(exc: BaseException) -> bool:
 
 class LLMExtractor(Extractor):
     name = "llm"
+    remote = True
 
     def __init__(self, *, base_url: str | None = None, model: str | None = None, api_key: str | None = None,
                  timeout: float | None = None, prompt: str = DEFAULT_PROMPT, fallback: Extractor | None = None,

@@ -2,6 +2,6 @@
 
 `rows` syncs one memory (the per-write task), `batch` the shared batch machinery, `reconcile`,
 `rebuild` and `reembed` the maintenance runs over the whole store."""
-from memory.projections.rows import memory_payload, memory_points_delete, memory_sync
+from memory.projections.rows import memories_sync, memory_payload, memory_points_delete, memory_sync
 
-__all__ = ["memory_payload", "memory_points_delete", "memory_sync"]
+__all__ = ["memories_sync", "memory_payload", "memory_points_delete", "memory_sync"]

@@ -5,7 +5,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 
 from memory.cache import memory_cache
-from memory.models import Memory, MemoryEmbedding, VectorCollection
+from memory.models import EntityLink, Memory, MemoryEmbedding, VectorCollection
 from memory.vector_index import VectorPoint, get_vector_index
 from memory.vectors import active_collection_row, from_bytes, to_bytes
 
@@ -82,6 +82,64 @@ def memory_sync(*, memory_id: int, version: int, collection_name: str | None = N
         index.upsert([point], collection=name)
     memory_cache.set(memory)
     return "upserted"
+
+
+def memories_sync(*, pairs: list[tuple[int, int]]) -> dict[str, int]:
+    """``memory_sync`` of several (memory id, version) pairs on the live collection in one pass: one
+    read of the rows, their stored vectors and entity links, one upsert, one mark per version. A
+    pair that is not the plain case (row gone or no longer active, no stored vector of its version)
+    goes through ``memory_sync`` on its own. Returns counts by outcome."""
+    want: dict[int, int] = {}
+    for memory_id, version in pairs:
+        want[memory_id] = max(version, want.get(memory_id, 0))
+    index = get_vector_index()
+    collection = active_collection_row()
+    memories = {m.id: m for m in Memory.objects.filter(id__in=list(want))}
+    counts: dict[str, int] = {}
+
+    def count(outcome: str) -> None:
+        counts[outcome] = counts.get(outcome, 0) + 1
+
+    plain = {}
+    for memory_id, version in want.items():
+        memory = memories.get(memory_id)
+        if memory is not None and memory.status == "active" and memory.version != version:
+            count("skipped")  # a newer write has queued its own task
+        elif memory is not None and memory.status == "active":
+            plain[memory_id] = memory
+        else:
+            count(memory_sync(memory_id=memory_id, version=version))
+    stored = {memory_id: (v, blob) for memory_id, v, blob in MemoryEmbedding.objects.filter(
+        memory_id__in=list(plain), model_id=collection.model_id).values_list("memory_id", "version", "vector")}
+    for memory_id in [m for m in plain if stored.get(m, (None,))[0] != plain[m].version]:
+        count(memory_sync(memory_id=memory_id, version=want[memory_id]))
+        del plain[memory_id]
+    if not plain:
+        return counts
+    links: dict[int, list[int]] = {}
+    for memory_id, entity_id in EntityLink.objects.filter(memory_id__in=list(plain)).values_list("memory_id", "entity_id"):
+        links.setdefault(memory_id, []).append(entity_id)
+    by_version: dict[int, list[int]] = {}
+    for memory_id, memory in plain.items():
+        by_version.setdefault(memory.version, []).append(memory_id)
+    with transaction.atomic():
+        # As in memory_sync: the conditional UPDATE locks, checks and marks; rows a newer write
+        # changed meanwhile are left to that write's own task.
+        marked = set()
+        for version, ids in by_version.items():
+            locked = set(Memory.objects.select_for_update().filter(id__in=ids, version=version, status="active")
+                         .values_list("id", flat=True))
+            Memory.objects.filter(id__in=locked).update(projected_version=version)
+            marked |= locked
+        points = [VectorPoint(point_id=memory_id, vector=from_bytes(stored[memory_id][1]),
+                              payload=memory_payload(plain[memory_id], links.get(memory_id, []), collection.model_id))
+                  for memory_id in plain if memory_id in marked]
+        index.upsert(points, collection=collection.name)
+    for memory_id in marked:
+        memory_cache.set(plain[memory_id])
+    counts["upserted"] = counts.get("upserted", 0) + len(marked)
+    counts["skipped"] = counts.get("skipped", 0) + len(plain) - len(marked)
+    return counts
 
 
 def memory_points_delete(*, memory_ids: list[int]) -> int:

@@ -58,13 +58,18 @@ def _episode_exists(message: Message) -> Memory | None:
         status__in=["forgotten"]).first()
 
 
-def message_extract(message: Message, *, reextract: bool = False, episode_vector=None) -> dict:
-    """Extract one message. Returns counts by outcome (for logs and maintenance reports)."""
+def message_extract(message: Message, *, reextract: bool = False, episode_vector=None, batch=None) -> dict:
+    """Extract one message. Returns counts by outcome (for logs and maintenance reports).
+
+    `batch` (memory/services/extraction_batch.py, several messages at once): vectors encoded ahead
+    for the texts this message may write, and sinks for the episode and the extracted mark, which
+    the batch writes in bulk once every message of it is done. The decisions are the same."""
     from memory.extraction import ExtractionInput, get_extractor
 
     counts: dict[str, int] = {}
+    mark = batch.mark_extracted if batch is not None else (lambda message_id: message_mark_extracted(message_id=message_id))
     if message.role not in EXTRACTABLE_ROLES or message.redacted or not message.content.strip():
-        message_mark_extracted(message_id=message.id)
+        mark(message.id)
         return counts
     if message.extracted_at and not reextract:
         return counts  # redelivered task: already done
@@ -77,22 +82,28 @@ def message_extract(message: Message, *, reextract: bool = False, episode_vector
         episode = _episode_exists(message)
         if episode is not None:
             memory_invalidate(memory_id=episode.id, reason="do_not_remember", actor="extractor", actor_kind="system")
-        message_mark_extracted(message_id=message.id)
+        mark(message.id)
         counts["do_not_remember"] = 1
         return counts
     entity_ids = list(EntityMention.objects.filter(message=message).values_list("entity_id", flat=True))
     source = SourceRef(message_id=message.id, conversation_id=message.conversation_id, external_ref=message.external_ref)
     org = message.org
     metadata = _client_metadata(message)
-    if _episode_exists(message) is None:
-        outcome = memory_write(MemoryInput(
+    if (batch.episode_missing(message) if batch is not None else _episode_exists(message) is None):
+        episode = MemoryInput(
             org=org, user_id=message.user_id, kind="episode",
             assertion="user_stated" if message.role == "user" else "model_suggestion",
             content=message.content, scope="user", conversation_id=message.conversation_id, importance=0.3,
             occurred_at=message.occurred_at, created_at=message.occurred_at, entity_ids=entity_ids, sources=[source],
             created_by="extractor", actor=f"extractor:{message.role}", metadata=metadata,
-        ), vector=episode_vector)
-        counts[f"episode_{outcome.action}"] = 1
+        )
+        if batch is not None:
+            # No later decision reads episodes (dedup, supersede and the extractor's existing
+            # memories all exclude them), so writing them after the batch's candidates changes nothing.
+            batch.add_episode(episode)
+        else:
+            outcome = memory_write(episode, vector=episode_vector)
+            counts[f"episode_{outcome.action}"] = 1
     for candidate in result.candidates:
         task_scope = candidate.scope == "task"
         valid_to = candidate.valid_to
@@ -112,28 +123,26 @@ def message_extract(message: Message, *, reextract: bool = False, episode_vector
         if candidate.operation == "NOOP":
             action = "restated" if memory_restated(inp) is not None else "noop"
         else:
-            action = memory_write(inp).action
+            action = memory_write(inp, vector=batch.vector_for(inp.content) if batch is not None else None).action
         counts[action] = counts.get(action, 0) + 1
-    message_mark_extracted(message_id=message.id)
+    mark(message.id)
     logger.info("extracted message=%s by=%s outcomes=%s", message.id, result.produced_by, counts)
     return counts
 
 
 def messages_extract(*, message_ids: list[int], reextract: bool = False) -> dict:
-    from memory.vectors import active_embedder
-
-    totals: dict[str, int] = {}
     messages = list(Message.objects.filter(id__in=message_ids).select_related("org").order_by("conversation_id", "seq"))
     todo = [m for m in messages if m.role in EXTRACTABLE_ROLES and not m.redacted and m.content.strip()
             and (reextract or not m.extracted_at)]
-    # Episodes are one vector per message: encode them in batches, which is several times faster
-    # per text than one at a time (extraction itself must stay sequential: it reads what it wrote).
-    vectors = {}
     if len(todo) > 1:
-        encoded = active_embedder().encode([m.content for m in todo])
-        vectors = {m.id: encoded[i] for i, m in enumerate(todo)}
+        # Several messages (a /messages/batch, a sweep, a re-extraction): one encoder call per model
+        # and bulk writes, same decisions (memory/services/extraction_batch.py).
+        from memory.services.extraction_batch import messages_extract_batch
+
+        return messages_extract_batch(messages, todo, reextract=reextract)
+    totals: dict[str, int] = {}
     for message in messages:
-        for key, value in message_extract(message, reextract=reextract, episode_vector=vectors.get(message.id)).items():
+        for key, value in message_extract(message, reextract=reextract).items():
             totals[key] = totals.get(key, 0) + value
     return totals
 

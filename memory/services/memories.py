@@ -83,17 +83,25 @@ def _lock_user(org: Org, user_id: str) -> None:
     MemoryWriteLock.objects.select_for_update().get(org=org, user_id=user_id)
 
 
-def _forget_rule_matches(inp: MemoryInput, digest: str, vector: np.ndarray, model_id: str) -> list[tuple]:
-    """(rule id, created_at, request id) of every forget rule this candidate matches."""
+def forget_rules_for(org: Org, user_id: str) -> list[tuple]:
+    """The forget rules that apply to this user's writes (their own and the org-wide ones)."""
     from memory.models import ForgetRule
 
-    rules = ForgetRule.objects.filter(org=inp.org).filter(Q(user_id=inp.user_id) | Q(user_id__isnull=True))
+    rules = ForgetRule.objects.filter(org=org).filter(Q(user_id=user_id) | Q(user_id__isnull=True))
+    return list(rules.values_list("id", "created_at", "request_id", "fingerprint", "embedding", "embedding_model"))
+
+
+def _forget_rule_matches(inp: MemoryInput, digest: str, vector: np.ndarray, model_id: str,
+                         rules: list[tuple] | None = None) -> list[tuple]:
+    """(rule id, created_at, request id) of every forget rule this candidate matches. `rules`: the
+    user's rules when the caller read them once for several candidates."""
+    if rules is None:
+        rules = forget_rules_for(inp.org, inp.user_id)
     threshold = thresholds_for(model_id).forget
     embedder = active_embedder()
     cjk = cjk_ratio(inp.content) >= 0.3  # the rule holds no text; the candidate's script decides
     matches = []
-    for rule_id, created_at, request_id, fingerprint, blob, rule_model in rules.values_list(
-            "id", "created_at", "request_id", "fingerprint", "embedding", "embedding_model"):
+    for rule_id, created_at, request_id, fingerprint, blob, rule_model in rules:
         if fingerprint == digest or (blob and rule_model == model_id and
                                      float(similarity(embedder, vector, from_bytes(blob), cjk=cjk)[0]) >= threshold):
             matches.append((rule_id, created_at, request_id))
@@ -289,6 +297,17 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
 
 
 def _create_row(inp: MemoryInput, digest: str, reason: str) -> Memory:
+    memory = new_memory_row(inp, digest)
+    memory.save()
+    version = MemoryVersion.objects.create(memory=memory, n=1, content=inp.content, content_hash=digest,
+                                           created_by=inp.created_by, actor=inp.actor[:200], reason=reason)
+    _add_sources(memory, version, inp.sources)
+    _link_entities(memory, inp.entity_ids)
+    return memory
+
+
+def new_memory_row(inp: MemoryInput, digest: str) -> Memory:
+    """The unsaved, validated row of a new memory (the single write and the bulk episode write share it)."""
     created_at = inp.created_at or timezone.now()
     memory = Memory(
         org=inp.org, user_id=inp.user_id, scope=inp.scope, conversation_id=inp.conversation_id, kind=inp.kind,
@@ -299,11 +318,6 @@ def _create_row(inp: MemoryInput, digest: str, reason: str) -> Memory:
     )
     # org and conversation come from authentication and a checked conversation: skip their FK lookups.
     memory.full_clean(exclude=["org", "conversation"], validate_unique=False, validate_constraints=False)
-    memory.save()
-    version = MemoryVersion.objects.create(memory=memory, n=1, content=inp.content, content_hash=digest,
-                                           created_by=inp.created_by, actor=inp.actor[:200], reason=reason)
-    _add_sources(memory, version, inp.sources)
-    _link_entities(memory, inp.entity_ids)
     return memory
 
 

@@ -30,7 +30,7 @@ from memory.vector_index import (VectorIndexUnavailable, get_vector_index, may_o
 from tests.faults.conftest import RedisServer, die_with_parent, env_for_subprocess, free_port, wait_until
 
 ROOT = Path(settings.BASE_DIR)
-VECTOR_TASKS = {"memory.tasks.memory_sync", "memory.tasks.memory_points_delete",
+VECTOR_TASKS = {"memory.tasks.memory_sync", "memory.tasks.memories_sync", "memory.tasks.memory_points_delete",
                 "memory.tasks.projections_reconcile_task", "memory.tasks.projections_rebuild_task",
                 "memory.tasks.reembed_task"}
 
