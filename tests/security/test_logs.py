@@ -131,8 +131,9 @@ def test_no_message_or_memory_text_in_logs(all_logging, monkeypatch, org):
     conversation = api.post("/api/v1/conversations", {"title": "t"}, format="json").json()
     assert api.post(f"/api/v1/conversations/{conversation['id']}/messages",
                     {"role": "user", "content": secret}, format="json").status_code == 201
+    # 200 when the message's own extraction already holds the phrase (the write restates it).
     assert api.post("/api/v1/memories", {"kind": "fact", "content": "Remember the violet harbor lantern phrase."},
-                    format="json").status_code == 201
+                    format="json").status_code in (200, 201)
     query = "蓝色海豚是什么 violet harbor lantern"
     assert api.post("/api/v1/recall", {"query": query, "explain": True}, format="json").status_code == 200
     assert api.post(f"/api/v1/conversations/{conversation['id']}/context", {"message": query},
