@@ -36,6 +36,7 @@ class PairFeatures:
     cue: bool
     heads_differ: bool = False  # both name an attribute, and not the same one
     value_differs: bool = False  # both give a value, and no value of one is related to the other's
+    speaker_differs: bool = False  # said by (about) different people: never one subject
 
     def as_dict(self) -> dict:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in asdict(self).items()}
@@ -85,7 +86,10 @@ def _lex(a: StatementParts, b: StatementParts) -> float:
 
 def distinct(older: StatementParts, newer: StatementParts) -> bool:
     """Two statements that name different things, or give one attribute different values, are never
-    the same memory, however close their embeddings (1号/2号收割机的保养周期 score above 0.85)."""
+    the same memory, however close their embeddings (1号/2号收割机的保养周期 score above 0.85).
+    Neither are two people's statements ("Caroline: I love it" / "Melanie: I love it")."""
+    if older.speaker != newer.speaker:
+        return True
     if older.idents and newer.idents and not (older.idents & newer.idents):
         return True
     if older.values and newer.values and _head_match(older, newer):
@@ -107,6 +111,7 @@ def pair_features(older: StatementParts, newer: StatementParts, *, masked: float
     head = _head_match(older, newer)
     named = lambda p: any(not h.startswith("@") for h in p.heads)  # noqa: E731
     return PairFeatures(slot_equal=slot_equal, ident_conflict=ident_conflict, pred_conflict=pred_conflict,
+                        speaker_differs=older.speaker != newer.speaker,
                         heads_differ=not head and named(older) and named(newer), head=head, lex=_lex(older, newer), masked=float(masked), full=float(full),
                         value_same=value_same, value_differs=value_differs, old_named=old_named, cue=newer.cue)
 
@@ -114,7 +119,7 @@ def pair_features(older: StatementParts, newer: StatementParts, *, masked: float
 def subject_score(f: PairFeatures, *, masked_lo: float, masked_hi: float) -> float:
     if f.slot_equal:
         return 1.0
-    if f.ident_conflict or f.pred_conflict:
+    if f.ident_conflict or f.pred_conflict or f.speaker_differs:
         return 0.0
     emb = min(1.0, max(0.0, (f.masked - masked_lo) / max(1e-6, masked_hi - masked_lo)))
     score = (WEIGHTS["head"] * f.head + WEIGHTS["lex"] * f.lex + WEIGHTS["emb"] * emb
@@ -138,6 +143,11 @@ def decide(f: PairFeatures, *, same: float, conflict: float, masked_lo: float, m
         # attribute are an update, never a duplicate.
         if f.full >= duplicate and not f.cue and not f.old_named and not f.ident_conflict and not f.value_differs:
             return Decision("duplicate", score, f)
+        if not (f.slot_equal or f.cue or f.old_named or f.value_differs):
+            # Nothing says the older no longer holds: no change cue, no old value named as gone, no
+            # second value of the attribute ("My store is open" / "My store has been a roller
+            # coaster"). A shared head word alone does not replace a statement: both stand.
+            return Decision("coexist", score, f)
         return Decision("supersede", score, f)
     if score >= conflict:
         return Decision("conflict", score, f)

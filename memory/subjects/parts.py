@@ -8,10 +8,10 @@ a clause without a marker holds subject words ("提醒方式改一下").
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from memory.extraction.text import detect_lang, pos_cut
+from memory.extraction.text import detect_lang, pos_cut, split_speaker
 from memory.subjects import vocabulary as V
 
 __all__ = ["StatementParts", "parse"]
@@ -29,6 +29,9 @@ class StatementParts:
     preds: frozenset[str]  # marker classes used (be / loc / have / name / change)
     cue: bool  # a change cue is present
     masked: str  # the statement with its values replaced by a placeholder
+    # Who the statement is about when a transcript line names its speaker ("Caroline: I moved to
+    # Boston", memory/extraction/rules.py); None: the user. Casefolded.
+    speaker: str | None = None
 
     @property
     def strong_terms(self) -> set[str]:
@@ -380,7 +383,9 @@ def _norm(text: str) -> str:
 def parse(text: str, subject: str | None = None) -> StatementParts:
     """Parts of one statement; `subject` (from an LLM extractor) names the attribute explicitly and
     replaces the parsed subject words, the values still come from the statement."""
-    text = (text or "").strip()
+    # The speaker label names whose statement it is, not what it is about: parsed apart, so
+    # "Caroline" is neither a subject word nor an attribute head.
+    speaker, text = split_speaker((text or "").strip())
     lang = detect_lang(text)
     parts = _zh_parse(text) if lang == "zh" else _en_parse(text)
     if subject and subject.strip():
@@ -392,4 +397,4 @@ def parse(text: str, subject: str | None = None) -> StatementParts:
         parts = StatementParts(lang=parts.lang, terms=words, weak=named.weak | parts.weak, heads=heads,
                                idents=named.idents | parts.idents, values=parts.values, old_values=parts.old_values,
                                preds=parts.preds, cue=parts.cue, masked=parts.masked)
-    return parts
+    return replace(parts, speaker=speaker.casefold()) if speaker else parts
