@@ -37,6 +37,7 @@ class PairFeatures:
     heads_differ: bool = False  # both name an attribute, and not the same one
     value_differs: bool = False  # both give a value, and no value of one is related to the other's
     speaker_differs: bool = False  # said by (about) different people: never one subject
+    value_restated: bool = False  # a value of the older is among the newer's words
 
     def as_dict(self) -> dict:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in asdict(self).items()}
@@ -112,6 +113,8 @@ def pair_features(older: StatementParts, newer: StatementParts, *, masked: float
     named = lambda p: any(not h.startswith("@") for h in p.heads)  # noqa: E731
     return PairFeatures(slot_equal=slot_equal, ident_conflict=ident_conflict, pred_conflict=pred_conflict,
                         speaker_differs=older.speaker != newer.speaker,
+                        value_restated=any(v == t or _char_related(v, t) for v in older.values
+                                           for t in (*newer.values, *newer.terms)),
                         heads_differ=not head and named(older) and named(newer), head=head, lex=_lex(older, newer), masked=float(masked), full=float(full),
                         value_same=value_same, value_differs=value_differs, old_named=old_named, cue=newer.cue)
 
@@ -145,9 +148,12 @@ def decide(f: PairFeatures, *, same: float, conflict: float, masked_lo: float, m
             return Decision("duplicate", score, f)
         if not (f.slot_equal or f.cue or f.old_named or f.value_differs):
             # Nothing says the older no longer holds: no change cue, no old value named as gone, no
-            # second value of the attribute ("My store is open" / "My store has been a roller
-            # coaster"). A shared head word alone does not replace a statement: both stand.
-            return Decision("coexist", score, f)
+            # second value of the attribute. Saying the older's value again restates it
+            # (习惯用微信沟通 / 发微信最方便: the newer takes its place, possibly as another kind);
+            # otherwise a shared head word alone does not replace a statement ("My store is open" /
+            # "My store has been a roller coaster"): both stand.
+            if not f.value_restated:
+                return Decision("coexist", score, f)
         return Decision("supersede", score, f)
     if score >= conflict:
         return Decision("conflict", score, f)
