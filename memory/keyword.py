@@ -5,6 +5,7 @@ import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from django.conf import settings
@@ -38,17 +39,25 @@ _indexes: "OrderedDict[tuple[int, str], _UserIndex]" = OrderedDict()
 _lock = threading.Lock()
 
 
-def _light_stem(token: str) -> str:
-    # English plural/verb endings matter for recall ("dogs" ↔ "dog"); a full stemmer is overkill here.
-    if token.isascii() and len(token) > 4:
-        for suffix in ("ing", "ed", "es", "s"):
-            if token.endswith(suffix) and len(token) - len(suffix) >= 3:
-                return token[: -len(suffix)]
+@lru_cache(maxsize=1)
+def _english_stemmer():
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def _stem(token: str) -> str:
+    """Snowball (Porter 2) for English words, so "dogs" meets "dog" and "caring" meets "care" (a
+    hand-written suffix cut made "notes" "not" and "caring" "car"). Other tokens (Chinese words,
+    codes with digits) stay as they are."""
+    if token.isascii() and token.isalpha():
+        return _english_stemmer().stemWord(token)
     return token
 
 
 def terms(text: str) -> list[str]:
-    words = [_light_stem(t) for t in tokenize(text)]
+    words = [_stem(t) for t in tokenize(text)]
     return words + bigrams(text) if settings.KEYWORD_ZH_BIGRAMS else words
 
 

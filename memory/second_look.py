@@ -24,13 +24,30 @@ def enabled(query: str) -> bool:
     return bool(config["weight"]) and not shape(query).long
 
 
+def _distinct_top(ranked, sources, n: int) -> list[int]:
+    """The top `n` items that are different pieces of evidence: a memory and the episode of the
+    turn it came from sit side by side in the ranking (the live memory just above its episode),
+    and two seeds from one turn would make the second look a look at that turn only."""
+    seeds: list[int] = []
+    seen: set[int] = set()
+    for memory_id, _, _ in ranked:
+        messages = {s["message_id"] for s in sources.get(memory_id, ()) if s.get("message_id")}
+        if messages & seen:
+            continue
+        seeds.append(memory_id)
+        seen |= messages
+        if len(seeds) >= n:
+            break
+    return seeds
+
+
 def second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword_raw, score_round):
     """Re-rank `ranked` with the second round; `kept`/`sources`/`links` grow in place.
     `score_round(kept)` re-runs the first round's scoring over the (grown) candidate set."""
     from memory.selectors.recall_pipeline import _back_check, _is_cjk, _minmax, _semantic_candidates, _weights
 
     config = settings.RECALL_SECOND_LOOK
-    seeds = [memory_id for memory_id, _, _ in ranked[:config["seeds"]]]
+    seeds = _distinct_top(ranked, sources, config["seeds"])
     seed_vectors = [from_bytes(kept[m].vector) for m in seeds if kept[m].vector is not None]
     if not seeds or not seed_vectors:
         return ranked

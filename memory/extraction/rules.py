@@ -20,7 +20,7 @@ from memory.extraction.lexicon import Lexicon
 from memory.extraction.rules_en import EN
 from memory.extraction.rules_zh import ZH
 from memory.extraction.standing import onset, read, task_scope
-from memory.extraction.text import clean, split_sentences, strip_end
+from memory.extraction.text import clean, split_sentences, split_speaker, strip_end
 from memory.extraction.timeexpr import TimeRef, find_times, rewrite_times
 
 __all__ = ["RuleExtractor"]
@@ -28,11 +28,6 @@ __all__ = ["RuleExtractor"]
 _PRECISE_GRAINS = ("day", "week", "instant", "recent")
 # "它/这台/this one ..." points back into the conversation; without entity resolution the
 # subject is unknown, so such a sentence is not a standalone fact.
-# Transcripts prefix each line with its speaker ("Caroline: ..."), a Latin name and a colon.
-_SPEAKER = re.compile(r"^(?P<name>[A-Z][A-Za-z'.-]*(?: [A-Z][A-Za-z'.-]*){0,2}):\s+(?=\S)")
-_NOT_SPEAKERS = {"note", "correction", "actually", "remember", "update", "fyi", "ps", "p.s", "reminder", "important",
-                 "warning", "question", "answer", "summary", "re", "subject", "todo", "btw", "also", "edit", "info",
-                 "context", "background", "request", "task", "plan", "status", "result", "error", "hint", "tip"}
 # Trailing bracketed annotations ("[shares a photo: ...]") describe the message, they are not said.
 _ANNOTATION = re.compile(r"\s*\[[^\[\]]{0,300}\]\s*$")
 # Third persons ("他们公司在上海") are about someone else, not the user.
@@ -55,19 +50,14 @@ class RuleExtractor(Extractor):
             return ExtractionResult(candidates=[], do_not_remember=True, produced_by="rules")
 
         text = _ANNOTATION.sub("", text)
-        speaker_match = _SPEAKER.match(text)
-        if speaker_match and speaker_match.group("name").lower() in _NOT_SPEAKERS:
-            speaker_match = None
-        speaker = speaker_match.group("name") if speaker_match else None
-        if speaker_match:
-            text = text[speaker_match.end():]
+        speaker, text = split_speaker(text)
         statements: list[Statement] = []
         for sentence in split_sentences(text):
             lex = lexicon_for(sentence)
             if inp.role == "assistant":
                 statements.extend(self._assistant(sentence, lex, inp.occurred_at))
             else:
-                statements.extend(self._user(sentence, lex, inp.occurred_at))
+                statements.extend(self._user(sentence, lex, inp.occurred_at, reported=speaker is not None))
 
         statements = merge_retractions(statements)
         candidates: list[Candidate] = []
@@ -97,7 +87,9 @@ class RuleExtractor(Extractor):
         return [Statement(kind="suggestion", content=content, assertion="model_suggestion")]
 
     # ------------------------------------------------------------------ user turns
-    def _user(self, sentence: str, lex: Lexicon, at: datetime) -> list[Statement]:
+    def _user(self, sentence: str, lex: Lexicon, at: datetime, reported: bool = False) -> list[Statement]:
+        """`reported`: a transcript line that names its speaker ("Jon: ..."), said between people,
+        not to the agent."""
         if lex.is_question(sentence):
             return []
         s, explicit = self._strip_leads(strip_end(sentence), lex)
@@ -112,7 +104,7 @@ class RuleExtractor(Extractor):
                 # "这次先按A，以后都按B": two instructions with different lifetimes, one per clause.
                 clauses = [c for c in re.split(r"[，,]", s) if c.strip()]
                 if len(clauses) > 1:
-                    return [st for c in clauses for st in self._user(c, lex, at)]
+                    return [st for c in clauses for st in self._user(c, lex, at, reported)]
             else:
                 return [self._task(s, lex, at, explicit)]
 
@@ -159,8 +151,10 @@ class RuleExtractor(Extractor):
         if onset(s, lex.lang) and (change in ("migration", "update") or (future and not first_person)):
             # "从下个月起，发车时间调到五点半": a change of what holds, announced ahead of time.
             return [self._statement("fact", s, lex, at, times, change or "update", old_values, explicit)]
-        if future and not past and not first_person and change != "correction":
+        if future and not past and not first_person and change != "correction" and not reported:
             # "下周二上午给2号收割机做保养" / "时间改到明天下午三点": arrangements of the task at hand.
+            # Not in a transcript line: "Jon: The opening night is tomorrow" tells another person
+            # about Jon's life; as a task it would leave every other conversation's recall.
             return [self._task(s, lex, at, explicit)]
         if change in ("migration", "update"):
             return [self._statement("fact", s, lex, at, times, change, old_values, explicit)]

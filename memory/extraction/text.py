@@ -13,6 +13,13 @@ _ZH_SPLIT = re.compile(r"(?<=[。！？!?；;\n])")
 _EN_SPLIT = re.compile(r"(?<=[.!?;])\s+|\n+")
 _SPACES = re.compile(r"[ \t\u3000]+")
 
+# Transcripts prefix each line with its speaker ("Caroline: ..."): a Latin name of up to three
+# words and a colon. Words that open an ordinary sentence the same way ("Note: ...") are not names.
+_SPEAKER = re.compile(r"^(?P<name>[A-Z][A-Za-z'.-]*(?: [A-Z][A-Za-z'.-]*){0,2}):\s+(?=\S)")
+_NOT_SPEAKERS = {"note", "correction", "actually", "remember", "update", "fyi", "ps", "p.s", "reminder", "important",
+                 "warning", "question", "answer", "summary", "re", "subject", "todo", "btw", "also", "edit", "info",
+                 "context", "background", "request", "task", "plan", "status", "result", "error", "hint", "tip"}
+
 _jieba_lock = threading.Lock()
 _jieba_ready = False
 
@@ -45,6 +52,14 @@ def split_sentences(text: str) -> list[str]:
             else:
                 parts.append(piece)
     return [p.strip() for p in parts if p and p.strip()]
+
+
+def split_speaker(text: str) -> tuple[str | None, str]:
+    """("Caroline", "I moved to Boston") for "Caroline: I moved to Boston"; (None, text) without a label."""
+    match = _SPEAKER.match(text)
+    if not match or match.group("name").lower() in _NOT_SPEAKERS:
+        return None, text
+    return match.group("name"), text[match.end():]
 
 
 def strip_end(text: str) -> str:

@@ -342,6 +342,12 @@ def _episode_lineage(q: RecallQuery, kept: dict[int, _Candidate], sources: dict,
     return lineage
 
 
+def _restated_above(memory_id: int, lineage: dict[int, Lineage], chosen_ids: set[int]) -> bool:
+    """An episode whose message lives on in a memory already chosen (its live memory outranks it)."""
+    line = lineage.get(memory_id)
+    return line is not None and line.state == "live" and bool(line.refs & chosen_ids)
+
+
 def recall(q: RecallQuery) -> RecallResult:
     started = time.perf_counter()
     result = RecallResult(items=[])
@@ -377,7 +383,7 @@ def recall(q: RecallQuery) -> RecallResult:
     ranked = score_round(kept)
     if second_look_enabled(q.query):
         ranked = second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword_raw, score_round)
-    chosen, seen_hashes, seen_sources = [], set(), set()
+    chosen, chosen_ids, seen_hashes, seen_sources = [], set(), set(), set()
     dedup_dropped = {}
     for memory_id, score, parts in ranked:
         memory = kept[memory_id]
@@ -390,10 +396,16 @@ def recall(q: RecallQuery) -> RecallResult:
         if settings.RECALL_COLLAPSE_SAME_SOURCE and len(source_key) == 1 and source_key in seen_sources:
             dedup_dropped[memory_id] = "same single source as a better-ranked item"
             continue
+        if settings.RECALL_COLLAPSE_SAME_SOURCE and _restated_above(memory_id, lineage, chosen_ids):
+            # The same rule for a memory that several turns restated (it has several sources): the
+            # episode says what its live memory above says, and that memory carries its ref.
+            dedup_dropped[memory_id] = "its live memory is ranked above"
+            continue
         seen_hashes.add(memory.content_hash)
         if len(source_key) == 1:
             seen_sources.add(source_key)
         chosen.append((memory_id, score, parts))
+        chosen_ids.add(memory_id)
         if len(chosen) >= k:
             break
     items = [RecallItem(memory=kept[memory_id].memory(), score=round(score, 4), parts=parts,

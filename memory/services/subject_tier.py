@@ -29,10 +29,11 @@ def subject_decisions(inp, similar: list[tuple[Memory, float]], limits) -> dict[
 
 
 def other_attribute(decision) -> bool:
-    """The matcher saw another thing or another attribute (1号 vs 2号, 在… vs 有…, 面积 vs 位置): a
+    """The matcher saw another thing, another attribute or another person (1号 vs 2号, 在… vs 有…,
+    面积 vs 位置, Caroline vs Melanie): a
     shared entity and a close embedding do not make such a pair the same subject."""
     f = getattr(decision, "features", None)
-    return bool(f and (f.ident_conflict or f.pred_conflict or f.heads_differ))
+    return bool(f and (f.ident_conflict or f.pred_conflict or f.heads_differ or f.speaker_differs))
 
 
 def conflicts_record(memory: Memory, similar: list[tuple[Memory, float]], decisions: dict[int, object],

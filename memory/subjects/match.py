@@ -36,6 +36,8 @@ class PairFeatures:
     cue: bool
     heads_differ: bool = False  # both name an attribute, and not the same one
     value_differs: bool = False  # both give a value, and no value of one is related to the other's
+    speaker_differs: bool = False  # said by (about) different people: never one subject
+    value_restated: bool = False  # a value of the older is among the newer's words
 
     def as_dict(self) -> dict:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in asdict(self).items()}
@@ -108,7 +110,10 @@ def _nested_head(a: StatementParts, b: StatementParts, values_related: bool) -> 
 
 def distinct(older: StatementParts, newer: StatementParts) -> bool:
     """Two statements that name different things, or give one attribute different values, are never
-    the same memory, however close their embeddings (1号/2号收割机的保养周期 score above 0.85)."""
+    the same memory, however close their embeddings (1号/2号收割机的保养周期 score above 0.85).
+    Neither are two people's statements ("Caroline: I love it" / "Melanie: I love it")."""
+    if older.speaker != newer.speaker:
+        return True
     if older.idents and newer.idents and not (older.idents & newer.idents):
         return True
     if older.values and newer.values and _head_match(older, newer):
@@ -137,14 +142,18 @@ def pair_features(older: StatementParts, newer: StatementParts, *, masked: float
         head, kind_head = KIND_HEAD, True
     named = lambda p: any(not h.startswith("@") for h in p.heads)  # noqa: E731
     return PairFeatures(slot_equal=slot_equal, ident_conflict=ident_conflict, pred_conflict=pred_conflict,
-                        heads_differ=not head and not kind_head and named(older) and named(newer), head=head, lex=_lex(older, newer), masked=float(masked), full=float(full),
+                        speaker_differs=older.speaker != newer.speaker,
+                        value_restated=any(v == t or _char_related(v, t) for v in older.values
+                                           for t in (*newer.values, *newer.terms)),
+                        heads_differ=not head and not kind_head and named(older) and named(newer), head=head,
+                        lex=_lex(older, newer), masked=float(masked), full=float(full),
                         value_same=value_same, value_differs=value_differs, old_named=old_named, cue=newer.cue)
 
 
 def subject_score(f: PairFeatures, *, masked_lo: float, masked_hi: float) -> float:
     if f.slot_equal:
         return 1.0
-    if f.ident_conflict or f.pred_conflict:
+    if f.ident_conflict or f.pred_conflict or f.speaker_differs:
         return 0.0
     emb = min(1.0, max(0.0, (f.masked - masked_lo) / max(1e-6, masked_hi - masked_lo)))
     score = (WEIGHTS["head"] * f.head + WEIGHTS["lex"] * f.lex + WEIGHTS["emb"] * emb
@@ -168,6 +177,14 @@ def decide(f: PairFeatures, *, same: float, conflict: float, masked_lo: float, m
         # attribute are an update, never a duplicate.
         if f.full >= duplicate and not f.cue and not f.old_named and not f.ident_conflict and not f.value_differs:
             return Decision("duplicate", score, f)
+        if not (f.slot_equal or f.cue or f.old_named or f.value_differs):
+            # Nothing says the older no longer holds: no change cue, no old value named as gone, no
+            # second value of the attribute. Saying the older's value again restates it
+            # (习惯用微信沟通 / 发微信最方便: the newer takes its place, possibly as another kind);
+            # otherwise a shared head word alone does not replace a statement ("My store is open" /
+            # "My store has been a roller coaster"): both stand.
+            if not f.value_restated:
+                return Decision("coexist", score, f)
         return Decision("supersede", score, f)
     if score >= conflict:
         return Decision("conflict", score, f)

@@ -11,7 +11,7 @@ import re
 from dataclasses import replace
 from functools import lru_cache
 
-from memory.extraction.text import detect_lang
+from memory.extraction.text import detect_lang, split_speaker
 from memory.subjects.parts_en import parse_en
 from memory.subjects.parts_zh import parse_zh
 from memory.subjects.statement import StatementParts
@@ -38,7 +38,9 @@ def value_kinds(text: str) -> frozenset[str]:
 def parse(text: str, subject: str | None = None) -> StatementParts:
     """Parts of one statement; `subject` (from an LLM extractor) names the attribute explicitly and
     replaces the parsed subject words, the values still come from the statement."""
-    text = (text or "").strip()
+    # The speaker label names whose statement it is, not what it is about: parsed apart, so
+    # "Caroline" is neither a subject word nor an attribute head.
+    speaker, text = split_speaker((text or "").strip())
     lang = detect_lang(text)
     parts = parse_zh(text) if lang == "zh" else parse_en(text)
     if subject and subject.strip():
@@ -50,4 +52,4 @@ def parse(text: str, subject: str | None = None) -> StatementParts:
         parts = StatementParts(lang=parts.lang, terms=words, weak=named.weak | parts.weak, heads=heads,
                                idents=named.idents | parts.idents, values=parts.values, old_values=parts.old_values,
                                preds=parts.preds, cue=parts.cue, masked=parts.masked)
-    return replace(parts, value_kinds=value_kinds(text))
+    return replace(parts, value_kinds=value_kinds(text), speaker=speaker.casefold() if speaker else None)

@@ -157,3 +157,19 @@ def test_public_files_are_valid():
         pytest.skip(f"public scenarios not found at {SHARED.parent}")
     for path in files:
         assert load_cases(str(path))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_json_report_has_each_probes_source_recall(tmp_path):
+    case = {"id": "src-01", "org": "o", "user": "u1", "steps": [
+        {"op": "message", "session": "s1", "at": "2026-03-01T09:00:00+00:00", "role": "user", "ref": "D1:1",
+         "content": "Caroline: I adopted a grey cat named Pixel last spring."},
+        {"op": "message", "session": "s1", "at": "2026-03-01T09:01:00+00:00", "role": "user", "ref": "D1:2",
+         "content": "Melanie: The weather at the lake was lovely."},
+        {"op": "probe", "label": "q0-single-hop", "at": "2026-03-02T09:00:00+00:00", "session": "q",
+         "query": "What is the name of Caroline's cat?", "k": 1, "expect": {"sources": ["D1:1", "D9:9"]}}]}
+    out = tmp_path / "report.json"
+    call_command("memory_eval", _write(tmp_path, case), "--in-place", "--quiet", "--source-ks", "1,5",
+                 "--json", str(out))
+    probe = json.loads(out.read_text())["cases"][0]["probes"][0]
+    assert probe["source_recall"] == {"1": 0.5, "5": 0.5}  # D1:1 found, D9:9 never said

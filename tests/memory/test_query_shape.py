@@ -86,3 +86,14 @@ def test_chinese_bigrams_are_extra_terms_only_when_enabled(settings):
     assert not any(t.startswith("\u2082") for t in terms("上回保养"))
     settings.KEYWORD_ZH_BIGRAMS = True
     assert "\u2082回保" in terms("上回保养")
+
+
+def test_second_look_seeds_are_different_turns():
+    """A live memory ranks right above the episode it came from: both are one turn, one seed."""
+    from memory.second_look import _distinct_top
+
+    ranked = [(1, 0.9, {}), (2, 0.89, {}), (3, 0.5, {}), (4, 0.4, {})]
+    sources = {1: [{"message_id": 10}], 2: [{"message_id": 10}], 3: [{"message_id": 10}, {"message_id": 11}],
+               4: [{"message_id": 12}]}
+    assert _distinct_top(ranked, sources, 2) == [1, 4]
+    assert _distinct_top(ranked, {}, 2) == [1, 2]  # no known sources: nothing to tell apart

@@ -161,3 +161,32 @@ def test_another_value_of_one_attribute_is_an_update_never_a_duplicate(org, olde
     second = memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content=newer, slot_key=slot_key))
     assert (first.action, second.action) == ("added", "superseded")
     assert Memory.objects.get(id=first.memory.id).superseded_by_id == second.memory.id
+
+
+@pytest.mark.parametrize("older, newer", [
+    ("Melanie: I'm lucky to have my husband and kids", "Caroline: I'm creating a library for when I have kids"),
+    ("Caroline: I love that you chose pottery for your art", "Melanie: I love it"),
+    ("Caroline: I live in Boston", "Melanie: I moved to Denver"),
+    ("Caroline: I love it", "Melanie: I love it"),  # nearly identical embeddings, two people
+])
+def test_two_speakers_statements_never_share_a_subject(org, older, newer):
+    """A transcript line is about its speaker (memory/extraction/rules.py labels it): one person's
+    statement neither replaces nor duplicates another's, however close the words."""
+    first = memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content=older))
+    second = memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content=newer))
+    assert (first.action, second.action) == ("added", "added")
+    assert Memory.objects.get(id=first.memory.id).status == "active"
+
+
+def test_one_speakers_update_still_supersedes(org):
+    first = memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content="Caroline: I live in Boston"))
+    second = memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content="Caroline: I moved to Denver"))
+    assert second.action == "superseded" and Memory.objects.get(id=first.memory.id).superseded_by_id == second.memory.id
+
+
+def test_the_speaker_label_is_not_a_subject_word():
+    from memory.subjects.parts import parse
+
+    parts = parse("Caroline: My kids are so excited about summer break")
+    assert parts.speaker == "caroline" and "carolin" not in parts.terms and "carolin" not in parts.heads
+    assert parse("Note: the gate code is 4411").speaker is None

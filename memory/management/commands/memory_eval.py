@@ -7,7 +7,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-from memory.evaluation.metrics import compute
+from memory.evaluation.metrics import compute, source_scores
 from memory.evaluation.runner import CaseRunner, load_cases, new_run_id
 from memory.evaluation.schema import ScenarioFormatError
 
@@ -54,12 +54,19 @@ class Command(BaseCommand):
         report = {"file": path.name, "k": k or 5, "baseline": baseline, "metrics": metrics,
                   "elapsed_s": round(elapsed, 1),
                   "cases": [{"id": c.id, "passed": c.passed, **({"error": c.error} if c.error else {}),
-                             "probes": [{"label": p.label, "passed": p.passed, "failures": p.failures} for p in c.probes]}
+                             "probes": [self._probe_json(p, ks) for p in c.probes]}
                             for c in results]}
         self._print(report, quiet)
         if json_out:
             Path(json_out).write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
             self.stdout.write(f"JSON report: {json_out}")
+
+    @staticmethod
+    def _probe_json(probe, ks) -> dict:
+        out = {"label": probe.label, "passed": probe.passed, "failures": probe.failures}
+        if probe.source_gold:  # per probe, so a file's cases can be split (tuning vs report half) afterwards
+            out["source_recall"] = {str(k): round(source_scores(probe, k)[0], 4) for k in ks or (probe.k,)}
+        return out
 
     def _isolate(self):
         """A fresh test database and vector index for this run, dropped afterwards."""

@@ -227,3 +227,22 @@ def test_chit_chat_gives_nothing(text):
 )
 def test_questions_and_requests_give_nothing(text):
     assert extract(text).candidates == []
+
+
+@pytest.mark.parametrize("text", ["Jon: The official opening night is tomorrow.", "Gina: Can't wait for tomorrow's grand opening!"])
+def test_a_transcript_speakers_future_remark_is_not_a_task(text):
+    """Said between people about their lives, not an arrangement of the agent's task: a task
+    candidate would confine the message's episode to its own conversation."""
+    assert not any(c.scope == "task" for c in extract(text).candidates)
+    assert extract(text.split(": ", 1)[1]).candidates[0].scope == "task"  # the same words to the agent
+
+
+def test_an_explicit_temporary_instruction_in_a_transcript_line_stays_a_task():
+    c = one("Caroline: Just for now, send the reports as PDF.")
+    assert (c.kind, c.scope) == ("context", "task")
+
+
+def test_one_speakers_statement_never_replaces_anothers_slot():
+    older = ExistingMemory(short_id=1, kind="fact", content="Caroline: I live in Boston", slot_key=None)
+    c = one("Melanie: We moved from Boston to Denver.", existing=[older])  # names Caroline's value as old
+    assert c.supersedes == [] and c.operation == "ADD"
