@@ -14,7 +14,7 @@ from memory.extraction.lexicon import Lexicon
 from memory.extraction.rules_en import EN
 from memory.extraction.rules_zh import ZH
 from memory.extraction.slots import SlotParts
-from memory.extraction.text import clean, detect_lang, strip_end
+from memory.extraction.text import clean, detect_lang, split_speaker, strip_end
 
 __all__ = ["MAX_SENTENCE_CHARS", "Statement", "attribute_to", "complete_subjectless", "lexicon_for",
            "merge_retractions", "norm", "resolve", "slot_of"]
@@ -86,6 +86,9 @@ def resolve(st: Statement, existing: list[ExistingMemory]) -> Candidate:
     # events only ever accumulate.
     if st.scope == "task" or st.kind in ("suggestion", "event") or not existing:
         return candidate
+    # One person's statement never replaces another's ("Caroline: ..." vs "Melanie: ...").
+    speaker = split_speaker(st.content)[0]
+    existing = [m for m in existing if split_speaker(m.content)[0] == speaker]
     same_slot = [m for m in existing if m.kind == st.kind and st.slot_key and slot_of(m) == st.slot_key]
     named_old = [
         m for m in existing

@@ -22,6 +22,9 @@ class StatementParts:
     # Kinds of value the statement states (a clock time, a duration, a temperature, an amount of
     # money): "提前十五分钟" names its attribute (how early) only through the kind of its value.
     value_kinds: frozenset[str] = frozenset()
+    # Who the statement is about when a transcript line names its speaker ("Caroline: I moved to
+    # Boston", memory/extraction/rules.py); None: the user. Casefolded.
+    speaker: str | None = None
 
     @property
     def strong_terms(self) -> set[str]:
