@@ -17,6 +17,10 @@ __all__ = ["parse_en"]
 _EN_TOKEN = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d[\w.:/-]*|[^\sA-Za-z\d]")
 _EN_STOP, _EN_PREP_STOP = V.EN_STOP, V.EN_PREP_STOP
 _EN_NUMBERISH = re.compile(r"\d")
+# Counts written out ("twenty-four trucks", "a dozen", "three hundred"): values, as digits are.
+_EN_NUMBER_WORD = re.compile(r"(?:(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)(?:-(?:one|two|three|four|five|six|"
+                             r"seven|eight|nine))?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|"
+                             r"fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|hundred|thousand|dozen|half)")
 _REF = datetime.fromisoformat("2026-01-01T00:00:00+00:00")  # any reference: only "is it a time" is asked
 # Copulas and stance verbs name no attribute ("I want X", "I prefer Y"); "I drive a Civic" does.
 _EN_STANCE = {"prefer", "prefers", "preferred", "like", "likes", "want", "wants", "need", "needs"}
@@ -146,6 +150,9 @@ def parse_en(text: str) -> StatementParts:
             low_w = word.lower()
             if low_w in ("no", "#", "number") and j + 1 < len(words) and _EN_NUMBERISH.search(words[j + 1]):
                 continue
+            if _EN_NUMBER_WORD.fullmatch(low_w):
+                values.append(low_w)
+                continue
             if _EN_NUMBERISH.search(word):
                 prev = words[j - 1].lower() if j else ""
                 if prev in ("no", "#", "number") or re.search(r"[A-Za-z]", word):
@@ -195,9 +202,7 @@ def parse_en(text: str) -> StatementParts:
                         break
                     i += 1
                     continue
-                if pred == "have" and not _EN_NUMBERISH.search(word) and low_w not in ("one", "two", "three", "four",
-                                                                                       "five", "six", "seven", "eight",
-                                                                                       "nine", "ten"):
+                if pred == "have" and not _EN_NUMBERISH.search(word) and not _EN_NUMBER_WORD.fullmatch(low_w):
                     nouns.append(_en_canon(word))
                 else:
                     value.append(word)

@@ -32,3 +32,13 @@ def test_the_kind_of_value_alone_never_matches_unrelated_subjects():
     # Both state a clock time, but share no subject word: no head match from the value kind.
     f = _features("嘉兴分拨中心晚上十点截单", "学校早上八点开门")
     assert f.head == 0.0
+
+
+def test_counts_written_out_are_values_like_digits():
+    # A count in words is the value of the statement, as "24" would be; without it two counts of one
+    # thing look like one statement with no value and never replace each other.
+    older = parse("The north depot runs forty-two delivery vans")
+    newer = parse("the north depot now has fifty-one delivery vans")
+    assert older.values == ("fortytwo",) and newer.values == ("fiftyone",)
+    assert older.heads == newer.heads == frozenset({"van"})
+    assert parse("We keep a dozen hens").values == ("dozen",)
