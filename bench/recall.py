@@ -339,7 +339,8 @@ def _measure(args, bench, meta, served) -> int:
     from bench.synth import TextGen
     from memory.embeddings import CompositeEmbedder
     from memory.query_shape import shape
-    from memory.selectors.recall_pipeline import RecallQuery, _is_cjk, recall
+    from memory.selectors.recall_candidates import is_cjk as _is_cjk
+    from memory.selectors.recall_pipeline import RecallQuery, recall
     from memory.services.memories import MemoryInput, memory_write
     from memory.vector_index import get_vector_index
     from memory.vectors import active_embedder

@@ -14,6 +14,7 @@ import numpy as np
 from django.conf import settings
 
 from memory.keyword import keyword_scores
+from memory.selectors.recall_candidates import back_check, fusion_weights, is_cjk, minmax, semantic_candidates
 from memory.vectors import from_bytes, similarity
 
 
@@ -44,7 +45,6 @@ def _distinct_top(ranked, sources, n: int) -> list[int]:
 def second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword_raw, score_round):
     """Re-rank `ranked` with the second round; `kept`/`sources`/`links` grow in place.
     `score_round(kept)` re-runs the first round's scoring over the (grown) candidate set."""
-    from memory.selectors.recall_pipeline import _back_check, _is_cjk, _minmax, _semantic_candidates, _weights
 
     config = settings.RECALL_SECOND_LOOK
     seeds = _distinct_top(ranked, sources, config["seeds"])
@@ -58,10 +58,10 @@ def second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword
     keyword2_top = dict(sorted(keyword2.items(), key=lambda pair: -pair[1])[:limit])
     if config.get("expand"):  # new candidates too: one more search and back-check (~2x the rank cost)
         probe = type(vectors)(vectors.embedder, centroid, [centroid])
-        hits = _semantic_candidates(q, probe, limit, result)
+        hits = semantic_candidates(q, probe, limit, result)
         new_ids = (set(hits) | set(keyword2_top)) - set(kept)
         if new_ids:
-            more, more_sources, more_links = _back_check(q, new_ids, result, vectors.embedder.model_id)
+            more, more_sources, more_links = back_check(q, new_ids, result, vectors.embedder.model_id)
             kept.update(more)
             sources.update(more_sources)
             links.update(more_links)
@@ -74,11 +74,11 @@ def second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword
     share = settings.RECALL_WEIGHTS["multilingual_share_en"]
     mixed = similarity(vectors.embedder, centroid, stored, cjk=False, first_weight=share)
     multilingual = similarity(vectors.embedder, centroid, stored, cjk=True)
-    query_cjk = _is_cjk(q.query)
-    semantic2 = _minmax({m: float(multilingual[i] if query_cjk or _is_cjk(kept[m].content) else mixed[i])
+    query_cjk = is_cjk(q.query)
+    semantic2 = minmax({m: float(multilingual[i] if query_cjk or is_cjk(kept[m].content) else mixed[i])
                          for i, m in enumerate(ids)})
     top2 = max((keyword2.get(m, 0.0) for m in kept), default=0.0)
-    w_sem, w_kw = _weights(q.query)
+    w_sem, w_kw = fusion_weights(q.query)
     weight = config["weight"]
     bonus = {}
     for memory_id, _, _ in ranked:

@@ -4,38 +4,18 @@ import uuid
 from datetime import timedelta
 
 from django.conf import settings
+from django.utils import timezone
 
 from conversations.models import EntityMention, Message
 from conversations.services import message_mark_do_not_remember, message_mark_extracted
-from memory.enqueue import MESSAGES_EXTRACT, enqueue
+from memory.enqueue import MESSAGES_EXTRACT, enqueue, projections_deferred
 from memory.models import Memory
 from memory.selectors.maintenance import EXTRACTABLE_ROLES
+from memory.services.extraction_inputs import existing_for, recent_turns
 from memory.services.memories import MemoryInput, SourceRef, memory_invalidate, memory_restated, memory_write
+from memory.vectors import active_embedder
 
 logger = logging.getLogger(__name__)
-
-EXISTING_SHOWN = 20  # memories shown to the extractor (with short ids) for update/supersede decisions
-RECENT_TURNS = 4
-
-
-def _existing_for(message: Message) -> tuple[list, dict[int, int]]:
-    from memory.extraction import ExistingMemory
-
-    rows = list(Memory.objects.filter(org_id=message.org_id, user_id=message.user_id, status="active", scope="user")
-                .exclude(kind="episode").order_by("-id").values_list("id", "kind", "content", "slot_key")[:EXISTING_SHOWN])
-    shown, short_to_id = [], {}
-    for short_id, (memory_id, kind, content, slot_key) in enumerate(rows, start=1):
-        shown.append(ExistingMemory(short_id=short_id, kind=kind, content=content, slot_key=slot_key))
-        short_to_id[short_id] = memory_id
-    return shown, short_to_id
-
-
-def _recent_turns(message: Message) -> list[tuple[str, str]]:
-    rows = (Message.objects.filter(conversation_id=message.conversation_id, seq__lt=message.seq,
-                                   role__in=EXTRACTABLE_ROLES, redacted=False)
-            .order_by("-seq").values_list("role", "content")[:RECENT_TURNS])
-    return list(reversed(rows))
-
 
 def _client_metadata(message: Message) -> dict:
     """Metadata the client attached to the add that brought this message (the Mem0 surface), so
@@ -73,9 +53,9 @@ def message_extract(message: Message, *, reextract: bool = False, episode_vector
         return counts
     if message.extracted_at and not reextract:
         return counts  # redelivered task: already done
-    existing, short_to_id = _existing_for(message)
+    existing, short_to_id = existing_for(message)
     inp = ExtractionInput(role=message.role, content=message.content, occurred_at=message.occurred_at,
-                          existing=existing, recent=_recent_turns(message))
+                          existing=existing, recent=recent_turns(message))
     result = get_extractor().extract(inp)
     if result.do_not_remember:
         message_mark_do_not_remember(message_id=message.id)
@@ -137,9 +117,7 @@ def messages_extract(*, message_ids: list[int], reextract: bool = False) -> dict
     if len(todo) > 1:
         # Several messages (a /messages/batch, a sweep, a re-extraction): one encoder call per model
         # and bulk writes, same decisions (memory/services/extraction_batch.py).
-        from memory.services.extraction_batch import messages_extract_batch
-
-        return messages_extract_batch(messages, todo, reextract=reextract)
+        return _messages_extract_batch(messages, todo, reextract=reextract)
     totals: dict[str, int] = {}
     for message in messages:
         for key, value in message_extract(message, reextract=reextract).items():
@@ -152,3 +130,33 @@ def conversation_reextract(*, conversation_id: int) -> dict:
     is idempotent, so a message extracted twice leaves one set of memories)."""
     ids = list(Message.objects.filter(conversation_id=conversation_id).order_by("seq").values_list("id", flat=True))
     return {"conversation_id": conversation_id, "messages": len(ids), "queued": enqueue(MESSAGES_EXTRACT, ids, True)}
+
+
+def _messages_extract_batch(messages: list[Message], todo: list[Message], *, reextract: bool) -> dict:
+    from memory.extraction import get_extractor
+    from memory.services.episodes_bulk import episodes_write
+    from memory.services.extraction_batch import Batch, look_ahead_texts
+
+    extractor = get_extractor()
+    texts = [m.content for m in todo]
+    if not extractor.remote:
+        texts += look_ahead_texts(todo, extractor)
+    keys = list(dict.fromkeys(t[: settings.MAX_MEMORY_CHARS] for t in texts))
+    encoded = active_embedder().encode(keys)
+    with_episode = set(Memory.objects.filter(kind="episode", sources__message_id__in=[m.id for m in todo])
+                       .exclude(status="forgotten").values_list("sources__message_id", flat=True))
+    batch = Batch(dict(zip(keys, encoded)), with_episode)
+    totals: dict[str, int] = {}
+    with projections_deferred():  # one projection task for the batch's writes
+        for message in messages:
+            for key, value in message_extract(message, reextract=reextract, batch=batch).items():
+                totals[key] = totals.get(key, 0) + value
+        outcomes = episodes_write(batch.episodes, [batch.vector_for(e.content) for e in batch.episodes])
+        for outcome in outcomes:
+            key = f"episode_{outcome.action}"
+            totals[key] = totals.get(key, 0) + 1
+        if batch.marked:
+            Message.objects.filter(id__in=batch.marked).update(extracted_at=timezone.now())
+    logger.info("extracted batch messages=%s encoded=%s episodes=%s outcomes=%s", len(todo), len(keys),
+                len(batch.episodes), totals)
+    return totals

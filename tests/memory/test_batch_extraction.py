@@ -1,4 +1,4 @@
-"""/messages/batch extracts its messages together (memory/services/extraction_batch.py): one encoder
+"""/messages/batch extracts its messages together (memory/services/extraction.py with extraction_batch.py): one encoder
 call per model and bulk episode writes, with the decisions of appending the messages one by one."""
 import sys
 

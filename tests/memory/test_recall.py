@@ -64,7 +64,7 @@ def test_vector_index_down_degrades_to_keyword(api, monkeypatch):
                 raise VectorIndexUnavailable("down")
             return fail
 
-    monkeypatch.setattr("memory.selectors.recall_pipeline.get_vector_index", lambda: DeadIndex())
+    monkeypatch.setattr("memory.selectors.recall_candidates.get_vector_index", lambda: DeadIndex())
     body = recall(api, "备用发电机")
     assert body["degraded"] is True and body["degraded_reason"] == "vector_index_unavailable"
     assert "二号仓库" in body["items"][0]["content"]
