@@ -14,7 +14,7 @@ SERVICE_ENV := DATABASE_URL=mysql://root@127.0.0.1:3306/memsvc$(RUN_ID) REDIS_UR
 	CELERY_BROKER_URL=redis://127.0.0.1:6379/14
 PYTEST_ARGS ?=
 
-.PHONY: run test test-embedded test-service install migrate worker beat eval-public clean
+.PHONY: run test test-embedded test-service lint install migrate worker beat eval-public clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -40,7 +40,11 @@ run: migrate
 
 test: test-embedded test-service
 
-test-embedded: install
+# Lint and import order first (ruff, configured in pyproject.toml): a failing lint fails the run.
+lint: install
+	$(VENV)/bin/ruff check --no-cache .
+
+test-embedded: install lint
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 test-service: install

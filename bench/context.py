@@ -59,12 +59,12 @@ def main(argv=None) -> int:
     from bench.synth import TextGen, conversation_turns
     from conversations.models import HistorySummary, Message
     from conversations.services import conversation_create, messages_append, task_state_put
+    from conversations.summaries import window_message
     from conversations.window import select_window
     from memory.context import ContextRequest, assemble_context
     from memory.models import Memory
     from memory.selectors.recall_pipeline import RecallQuery, recall
     from memory.services.memories import MemoryInput, memory_write
-    from conversations.summaries import window_message
     from memory.vectors import active_embedder
     from tenancy.services import org_get_or_create
 
@@ -273,7 +273,8 @@ def main(argv=None) -> int:
     print(f"### bench.context — {len(messages)} messages ({len(tool_sizes)} tool results, "
           f"{sum(message_tokens):,} tokens), active memories {memory_counts}, {args.runs} runs of {args.calls} calls\n")
     print(f"setup: memory_write p50 {st_or(write_ms)} ms; messages_append (eager extraction, "
-          f"{args.append_batch}/call) p50 {st_or(append_ms)} ms; {summaries_built} summaries built in the warm-up, {summaries_while_measuring} while measuring\n")
+          f"{args.append_batch}/call) p50 {st_or(append_ms)} ms; {summaries_built} summaries built in the warm-up, "
+          f"{summaries_while_measuring} while measuring\n")
     rows = [("floor: recall + select_window", st["floor"], None),
             ("  floor: recall()", st["floor_recall"], None),
             ("  floor: select_window()", st["floor_window"], None),

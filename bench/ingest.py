@@ -244,7 +244,8 @@ def _report(args, bench, v) -> int:
     extracted = Message.objects.filter(conversation__in=service_convs, extracted_at__isnull=False).count()
     assert service_msgs == raw_msgs == total_messages, (service_msgs, raw_msgs, total_messages)
 
-    # SQL issued by one typical append (in-process, after the server stopped: one process opens the shard) (a user statement with a fact + an assistant suggestion).
+    # SQL issued by one typical append (in-process, after the server stopped: one process opens the
+    # shard) (a user statement with a fact + an assistant suggestion).
     sql_conv, _ = conversation_create(org=org, owner_user="sql-user", external_id="sql")
     sql = common.sql_capture(messages_append, conversation=sql_conv, user_id="sql-user", messages=[
         {"role": "user", "content": "我们农场在佳木斯，有3台收割机。"},

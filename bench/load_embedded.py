@@ -24,7 +24,7 @@ from collections import Counter
 from pathlib import Path
 
 from bench import common
-from bench.load import (_SERVICE_ENV, Deployment, Sample, Workload, free_port, parse_mix, summarise, wait_for)
+from bench.load import _SERVICE_ENV, Deployment, Sample, Workload, free_port, parse_mix, summarise, wait_for
 
 
 def _drive(url: str, key: str, *, clients: int, seconds: float, mix: dict[str, float], seed: int,

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.common import REPO_ROOT, _SERVICE_ENV
+from bench.common import _SERVICE_ENV, REPO_ROOT
 
 
 def free_port() -> int:

@@ -352,8 +352,9 @@ class BulkLoader:
         return self._encode_models(texts)
 
     def _encode_models(self, texts: list[str]):
-        import numpy as np
         from concurrent.futures import ThreadPoolExecutor
+
+        import numpy as np
 
         from memory.embeddings import CompositeEmbedder
 

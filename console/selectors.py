@@ -1,6 +1,7 @@
 """Read-only queries behind the console's health page."""
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, timezone as dt_timezone
+from datetime import date, datetime, time, timedelta
+from datetime import timezone as dt_timezone
 
 from django.db.models import Count
 from django.db.models.functions import TruncDate

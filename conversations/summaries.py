@@ -9,12 +9,12 @@ import logging
 
 from django.conf import settings
 
+from conversations.llm_summary import SummaryUnavailable, produced_by, summarize_llm
 from conversations.models import Conversation, HistorySummary, Message
 from conversations.services import summary_store
 from conversations.summarize import summarize_extractive
 from conversations.tokens import count_tokens, truncate_to_tokens
 from conversations.window import WindowMessage
-from conversations.llm_summary import SummaryUnavailable, produced_by, summarize_llm
 
 logger = logging.getLogger(__name__)
 

@@ -207,5 +207,6 @@ def forget_requests_matching(memory_id: int, queryset: QuerySet[ForgetRequest] |
 def forget_requests_for(memory: Memory) -> QuerySet[ForgetRequest]:
     """Every request that covers the memory: by id, or a "forget everything about this user" request."""
     by_id = forget_requests_matching(memory.id, ForgetRequest.objects.filter(org_id=memory.org_id)).values("id")
-    return ForgetRequest.objects.filter(Q(id__in=by_id) | (Q(org_id=memory.org_id, target="user", subject_user=memory.user_id)
-                                                           & (Q(executed_at__isnull=True) | Q(executed_at__gte=memory.created_at)))).order_by("-created_at", "-id")
+    whole_user = (Q(org_id=memory.org_id, target="user", subject_user=memory.user_id)
+                  & (Q(executed_at__isnull=True) | Q(executed_at__gte=memory.created_at)))
+    return ForgetRequest.objects.filter(Q(id__in=by_id) | whole_user).order_by("-created_at", "-id")

@@ -16,6 +16,7 @@ from datetime import datetime
 from django.conf import settings
 
 from conversations.models import Conversation, TaskState
+from conversations.summaries import summary_covering
 from conversations.tokens import (
     MESSAGE_OVERHEAD_TOKENS,
     REPLY_PRIMING_TOKENS,
@@ -36,7 +37,6 @@ from memory.context_evidence import (
     render_evidence,
 )
 from memory.selectors.recall_pipeline import RecallItem, RecallQuery, recall
-from conversations.summaries import summary_covering
 from tenancy.models import Org
 
 logger = logging.getLogger(__name__)

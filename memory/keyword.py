@@ -69,7 +69,8 @@ def _build(org_id: int, user_id: str, generation: int) -> _UserIndex:
     # The slot key names the subject ("fact:用户.住址"), so "我的住址" finds "我家住在…文三路".
     corpus = [(terms(content) + terms((slot or "").split(":", 1)[-1].replace(".", " "))) or ["∅"]
               for _, content, slot in rows]
-    return _UserIndex(generation, np.array([r[0] for r in rows], dtype=np.int64), _LuceneBM25(corpus, k1=settings.KEYWORD_BM25_K1, b=settings.KEYWORD_BM25_B))
+    bm25 = _LuceneBM25(corpus, k1=settings.KEYWORD_BM25_K1, b=settings.KEYWORD_BM25_B)
+    return _UserIndex(generation, np.array([r[0] for r in rows], dtype=np.int64), bm25)
 
 
 def _index_for(org_id: int, user_id: str) -> _UserIndex:

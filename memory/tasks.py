@@ -93,7 +93,6 @@ def forget_request_execute(request_id: int) -> None:
 def projections_reconcile_task(collection: str | None = None, fix: bool = True) -> dict:
     # No retry: beat runs this again in 5 minutes, and a run that overlaps another is skipped.
     from memory import maintenance
-
     from memory.maintenance_runs import maintenance_run
 
     return maintenance_run("projections_reconcile", lambda: maintenance.projections_reconcile_once(

@@ -3,7 +3,6 @@ from django.conf import settings
 from rest_framework import serializers
 from rest_framework.pagination import CursorPagination
 
-
 # The largest id a BIGINT column holds. Every id (or version) in a body is capped with it: a larger one
 # is a 400 here, where SQLite would raise OverflowError (a 500) in an `IN (...)` lookup.
 MAX_DB_INT = 2**63 - 1

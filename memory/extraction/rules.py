@@ -14,8 +14,16 @@ import re
 from datetime import datetime, time, timedelta
 
 from memory.extraction.base import Candidate, ExtractionInput, ExtractionResult, Extractor
-from memory.extraction.candidates import (MAX_SENTENCE_CHARS, Statement, attribute_to, complete_subjectless,
-                                          lexicon_for, merge_retractions, norm, resolve)
+from memory.extraction.candidates import (
+    MAX_SENTENCE_CHARS,
+    Statement,
+    attribute_to,
+    complete_subjectless,
+    lexicon_for,
+    merge_retractions,
+    norm,
+    resolve,
+)
 from memory.extraction.lexicon import Lexicon
 from memory.extraction.rules_en import EN
 from memory.extraction.rules_zh import ZH

@@ -44,7 +44,8 @@ _NUM = r"[\d一二两三四五六七八九十百千万半几]"
 _UNIT = r"(?:个?(?:小时|钟头|分钟|天|日|周|星期|礼拜|个?月|季度|年|学期)|公里|千米|里|次|回|趟|班|批|单)"
 # 每+数量/单位: every N hours/km/days, 每周三, 每天, 每隔两周.
 # "每跑一万公里": a verb may sit between 每 and the amount.
-_ZH_EVERY = re.compile(rf"每(?:隔|[\u4e00-\u9fff]{{1,2}}?(?={_NUM}))?{_NUM}*{_UNIT}|每(?:周|星期|礼拜)[一二三四五六日天末]|[一每](?:天|日|周|星期|个?月|年){_NUM}+次")
+_ZH_EVERY = re.compile(rf"每(?:隔|[\u4e00-\u9fff]{{1,2}}?(?={_NUM}))?{_NUM}*{_UNIT}|每(?:周|星期|礼拜)[一二三四五六日天末]|"
+                       rf"[一每](?:天|日|周|星期|个?月|年){_NUM}+次")
 _ZH_HABITUAL = re.compile(r"一直|总是|向来|从来|通常|一般|平时|平常|经常|常年|始终|一律|统一|都是")
 # Anchors of one dated occasion: a sentence carrying one is about that occasion, not a habit.
 _ZH_DATED = re.compile(r"昨天|前天|昨晚|昨夜|今早|今天|今晚|明天|后天|上周|上个?星期|上礼拜|下周|上个?月|下个?月|去年|前年|"
@@ -54,7 +55,8 @@ _ZH_PAST = re.compile(r"昨天|前天|昨晚|昨夜|今早|上周|上个?星期|
 _ZH_ASPECT = re.compile(r"了|过(?![敏])|完(?!整|全|美)")
 _ZH_DEGREE = re.compile(r"很|挺|太|有点|有些|非常|特别|比较|真|好(?![的])")
 # Whom an instruction is for: the assistant acting for the user.
-_ZH_TO_ME = re.compile(r"给我|发我|告诉我|提醒我|通知我|帮我|替我|发给我|给到我|推给我|推送到我|打电话|我(?:一般|通常|只|都)?要|吧(?=[，,]|$)|[改调换设]一下")
+_ZH_TO_ME = re.compile(r"给我|发我|告诉我|提醒我|通知我|帮我|替我|发给我|给到我|推给我|推送到我|打电话|"
+                       r"我(?:一般|通常|只|都)?要|吧(?=[，,]|$)|[改调换设]一下")
 _ZH_REQUEST_LEAD = re.compile(r"请|麻烦|劳驾")
 _ZH_MANNER = re.compile(r"用|按|以|通过|写成|做成|列成|整理成|发到|传到|推送到|发送到|放到|放在|分开|分组|汇总|附上|带上|标注")
 _ZH_NOW_POINTER = re.compile(r"这|那|一下|刚才|马上|现在|立刻")

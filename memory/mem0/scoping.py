@@ -10,7 +10,8 @@ refused with a 400 naming them.
 import hashlib
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, time, timezone as dt_timezone
+from datetime import datetime, time
+from datetime import timezone as dt_timezone
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils.dateparse import parse_date, parse_datetime

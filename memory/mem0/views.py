@@ -1,7 +1,8 @@
 """The Mem0 endpoints this service supports (docs/mem0.md). Thin: parse, resolve identity, call
 the memory app's services and selectors, shape the answer as Mem0 does."""
 import uuid
-from datetime import datetime, time, timezone as dt_timezone
+from datetime import datetime, time
+from datetime import timezone as dt_timezone
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -9,7 +10,8 @@ from django.db import transaction
 from django.db.models import Count, Max, Min
 from django.http import Http404
 from django.utils import timezone
-from rest_framework import serializers as drf_serializers, status
+from rest_framework import serializers as drf_serializers
+from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -19,10 +21,8 @@ from conversations.services import messages_append
 from memory import selectors, services
 from memory.mem0 import serializers as s
 from memory.mem0.events import event_results, event_status
-from memory.mem0.identity import (HasApiKey, Mem0BadRequest, Mem0NotSupported, Mem0TokenAuthentication, acting_user,
-                                  may_name_users, user_pin)
-from memory.mem0.scoping import (ENTITY_KEYS, Filters, apply_filters, conversation_for, conversations_matching,
-                                 parse_filters, parse_when)
+from memory.mem0.identity import HasApiKey, Mem0BadRequest, Mem0NotSupported, Mem0TokenAuthentication, acting_user, may_name_users, user_pin
+from memory.mem0.scoping import ENTITY_KEYS, Filters, apply_filters, conversation_for, conversations_matching, parse_filters, parse_when
 from memory.models import Mem0AddEvent, Memory
 from memory.selectors.memories import forget_rules_latest
 from memory.services.forget import forget_request_create

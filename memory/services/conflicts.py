@@ -8,8 +8,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from memory.models import Memory, MemoryConflict
 from memory.enqueue import sync_after_commit
+from memory.models import Memory, MemoryConflict
 from tenancy.db import retry_on_contention
 from tenancy.models import Org
 from tenancy.services import audit_record

@@ -12,10 +12,17 @@ import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 
-from memory.models import EntityLink, MemoryEmbedding, MemorySource, MemoryVersion
 from memory.enqueue import sync_after_commit
-from memory.services.memories import (MemoryInput, WriteOutcome, _forget_rule_matches,
-                                      _forget_rule_verdict, _lock_user, forget_rules_for, new_memory_row)
+from memory.models import EntityLink, MemoryEmbedding, MemorySource, MemoryVersion
+from memory.services.memories import (
+    MemoryInput,
+    WriteOutcome,
+    _forget_rule_matches,
+    _forget_rule_verdict,
+    _lock_user,
+    forget_rules_for,
+    new_memory_row,
+)
 from memory.textnorm import content_hash
 from memory.vectors import active_embedder, to_bytes
 from tenancy.db import retry_on_contention

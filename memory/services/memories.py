@@ -15,14 +15,13 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from conversations.textutil import cjk_ratio
 from memory.enqueue import sync_after_commit
 from memory.models import EntityLink, Memory, MemoryEmbedding, MemorySource, MemoryVersion, MemoryWriteLock
+from memory.services.subject_tier import STANDING_KINDS, conflicts_record, distinct_statements, other_attribute, subject_decisions
 from memory.textnorm import content_hash
 from memory.thresholds import thresholds_for
-from conversations.textutil import cjk_ratio
 from memory.vectors import active_embedder, from_bytes, similarity, to_bytes
-from memory.services.subject_tier import STANDING_KINDS, conflicts_record, distinct_statements, other_attribute, \
-    subject_decisions
 from tenancy.db import retry_on_contention
 from tenancy.models import Org
 from tenancy.services import audit_record

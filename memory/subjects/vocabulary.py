@@ -80,7 +80,8 @@ ZH_MARKERS: dict[str, str] = {}
 for _words, _cls in (
     ("是 为 就是 都是 还是 用 使用 采用 改用 换用 通过 走 选 选择 优先选 选用 定为 设为 设成 设置为 设置成 "
      "喜欢 偏好 偏爱 爱 习惯 倾向 要 需要 控制在 保持在 定在 安排在", BE),
-    ("在 住在 位于 坐落在 坐落于 设在 搬到 搬去 搬迁到 迁到 落户在 住 放在 存放在 放到 挪到 移到 转移到 寄到 发到 送到 传到 交到 存到 寄往 发往 送往", LOC),
+    ("在 住在 位于 坐落在 坐落于 设在 搬到 搬去 搬迁到 迁到 落户在 住 放在 存放在 放到 挪到 移到 转移到 "
+     "寄到 发到 送到 传到 交到 存到 寄往 发往 送往", LOC),
     ("有 拥有 共有 养了 养 种了 种植了 种植", HAVE),
     ("叫 名叫 叫做 姓 称为", NAME),
     ("改成 改为 改到 换成 换为 换到 切换到 切换成 切到 变成 变为 更新为 更新成 调整为 调整成 调整到 调成 调到 "
@@ -93,7 +94,8 @@ EN_MARKERS: dict[str, str] = {}
 for _words, _cls in (
     ("is|are|am|was|were|be|=|use|uses|using|used|via|through|prefer|prefers|preferred|like|likes|choose|"
      "chose|pick|want|wants|drink|drinks|eat|eats|drive|drives|runs on|run on|set to|is set to|by|as", BE),
-    ("in|at|is in|are in|is at|located at|based at|live in|lives in|living in|located in|based in|moved to|move to|relocated to|live at|lives at", LOC),
+    ("in|at|is in|are in|is at|located at|based at|live in|lives in|living in|located in|based in|moved to|move to|"
+     "relocated to|live at|lives at", LOC),
     ("has|have|own|owns|keep|keeps", HAVE),
     ("called|named|name is|go by|is called|are called|is named", NAME),
     ("switched to|switch to|changed to|change to|changed it to|changed that to|moved over to|upgraded to|"

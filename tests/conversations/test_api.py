@@ -132,7 +132,7 @@ def test_other_org_gets_404(api, api_other_org):
     response = api_other_org.post(f"/api/v1/conversations/{conv['id']}/messages", {"role": "user", "content": "x"},
                                   format="json")
     assert response.status_code == 404
-    assert api.get(f"/api/v1/conversations/999999").status_code == 404
+    assert api.get("/api/v1/conversations/999999").status_code == 404
 
 
 def test_other_user_of_same_org_gets_404_until_granted(api, api_u2):

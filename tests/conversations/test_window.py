@@ -1,7 +1,9 @@
 import json
 from itertools import count
 
-from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from conversations.tokens import count_tokens
 from conversations.window import (

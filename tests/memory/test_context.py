@@ -1,7 +1,9 @@
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from conversations.models import HistorySummary
 from conversations.tokens import count_messages_tokens

@@ -1,5 +1,7 @@
 """The budget allocator alone: random budgets, shares and section sizes (no database)."""
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from memory.context_budget import Part, Stream, allocate
 

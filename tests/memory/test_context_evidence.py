@@ -3,7 +3,9 @@ import json
 
 import pytest
 from django.conf import settings
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from conversations.tokens import (
     MESSAGE_OVERHEAD_TOKENS,
@@ -232,7 +234,8 @@ def test_the_summary_never_swallows_what_the_recent_share_holds(api):
     ctx = context(api, conv, "液压油该换了吗？", budget=110, system=SYSTEM,
                   section_budgets={"evidence": 0.05, "recent": 0.25, "summary": 0.4})
     by_name = sections(ctx)
-    assert by_name["summary"]["included"], [(s["name"], s["tokens"], s["included"], s["dropped"]) for s in ctx["sections"]][-2:]  # the older messages did not fit: summarised
+    # The older messages did not fit: summarised.
+    assert by_name["summary"]["included"], [(s["name"], s["tokens"], s["included"], s["dropped"]) for s in ctx["sections"]][-2:]
     assert by_name["summary"]["included"][0]["covers_until_seq"] < 4
     assert {"role": "assistant", "content": "1号收割机累计 498 小时。"} in ctx["messages"]
     assert ctx["total_tokens"] <= 110

@@ -76,8 +76,8 @@ def test_forget_rule_edge(org, settings):
     sim = measured(a, b)
     memory = write(org, a).memory
     forget_request_create(org=org, subject_user="u1", requested_by="test", target="memory", memory_ids=[memory.id])
-    from memory.services.forget import forget_request_execute
     from memory.models import ForgetRequest
+    from memory.services.forget import forget_request_execute
 
     forget_request_execute(request_id=ForgetRequest.objects.get().id)
     set_thresholds(settings, duplicate=0.999, supersede=0.999, forget=sim + EPS)

@@ -209,7 +209,6 @@ def test_reembed_builds_a_new_collection_and_switches_while_recall_keeps_answeri
                                                                                   django_capture_on_commit_callbacks):
     memories = [write(text) for text in FACTS]
     old = active_collection()
-    old_model = active_embedder().model_id
     during = []
     added = []
 

@@ -284,7 +284,8 @@ def test_agent_and_run_ids_name_conversations_and_filter_by_them(client):
 @live
 def test_get_all_pages(client):
     add(client, [{"role": "user", "content": text} for text in (
-        "The north field grows maize.", "Our tractor is a John Deere 6R.", "I want reports every Monday morning.")], user_id="u1", infer=False)
+        "The north field grows maize.", "Our tractor is a John Deere 6R.", "I want reports every Monday morning.")],
+        user_id="u1", infer=False)
     first = client.get_all(filters={"user_id": "u1"}, page=1, page_size=2)
     assert first["count"] == 3 and len(first["results"]) == 2 and first["next"] and first["previous"] is None
     second = client.get_all(filters={"user_id": "u1"}, page=2, page_size=2)
@@ -415,8 +416,8 @@ def test_an_org_that_reviews_forgets_gets_a_pending_deletion(client, org):
     assert ForgetRequest.objects.get(id=int(answer["forget_request_id"])).status == "pending"
 
 
-FIELDS = ["messages", "memories", "memory_id", "user_id", "agent_id", "run_id", "filters", "metadata", "infer", "timestamp", "query", "top_k",
-          "threshold", "reference_date", "text", "expiration_date", "page", "AND", "created_at", "role", "content"]
+FIELDS = ["messages", "memories", "memory_id", "user_id", "agent_id", "run_id", "filters", "metadata", "infer", "timestamp", "query",
+          "top_k", "threshold", "reference_date", "text", "expiration_date", "page", "AND", "created_at", "role", "content"]
 
 
 def _json_bodies():
@@ -436,7 +437,8 @@ ENDPOINTS = [("post", "/v3/memories/add/"), ("post", "/v3/memories/search/"), ("
 
 @pytest.mark.parametrize("method,path", ENDPOINTS)
 def test_fuzzed_bodies_never_answer_5xx(org, method, path):
-    from hypothesis import HealthCheck, given, settings as hsettings
+    from hypothesis import HealthCheck, given
+    from hypothesis import settings as hsettings
     from rest_framework.test import APIClient
 
     api = APIClient()

@@ -25,8 +25,7 @@ from django.db.models import F
 from config.celery import _leave_the_shard_to_its_owner, app
 from conversations.models import Message
 from memory.models import ForgetRequest, Memory
-from memory.vector_index import (VectorIndexUnavailable, get_vector_index, may_open_vector_index,
-                                 refuse_embedded_index, reset_vector_index)
+from memory.vector_index import VectorIndexUnavailable, get_vector_index, may_open_vector_index, refuse_embedded_index, reset_vector_index
 from tests.faults.conftest import RedisServer, die_with_parent, env_for_subprocess, free_port, wait_until
 
 ROOT = Path(settings.BASE_DIR)

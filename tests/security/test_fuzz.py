@@ -21,6 +21,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 import schemathesis
+from django.core.wsgi import get_wsgi_application
 from django.test import Client
 from django.urls import Resolver404, resolve
 from hypothesis import HealthCheck
@@ -33,7 +34,6 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from django.core.wsgi import get_wsgi_application
 from tenancy.models import ApiKey, Org
 from tenancy.services import api_key_revoke, org_get_or_create
 from tests.conftest import make_client

@@ -21,10 +21,10 @@ user's memory ids; an org's entity matcher holds only that org's entities.
 Bounded: ISOLATION_EXAMPLES (default 25) runs × ISOLATION_STEPS (default 30) steps, derandomized.
 """
 import itertools
-from collections import Counter
 import json
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
@@ -475,7 +475,6 @@ class Isolation(RuleBasedStateMachine):
     @rule(data=st.data(), stray=st.integers(0, 3), u=st.sampled_from(USERS))
     def resolve_entity(self, data, stray, u):
         key = data.draw(st.sampled_from(list(self.ents)), label="entity named")
-        ent = self.ents[key]
         # Mostly a user of the entity's org; one time in four any org (which must resolve nothing).
         o = data.draw(st.sampled_from(ORGS), label="org") if stray == 0 else self.org_key(key[0])
         self.check_resolution(o, u, key)
