@@ -147,7 +147,7 @@ def test_database_outage_answers_503_and_recovers(org, own_index, outage, monkey
     # ---------------------------------------------------------------- gone between vector search and back-check
     from memory.selectors import recall_pipeline
 
-    original = recall_pipeline._semantic_candidates
+    original = recall_pipeline.semantic_candidates
     vector_hits = []
 
     def search_then_lose_the_database(*args, **kwargs):
@@ -156,11 +156,11 @@ def test_database_outage_answers_503_and_recovers(org, own_index, outage, monkey
         outage.cut()
         return hits
 
-    monkeypatch.setattr(recall_pipeline, "_semantic_candidates", search_then_lose_the_database)
+    monkeypatch.setattr(recall_pipeline, "semantic_candidates", search_then_lose_the_database)
     during("recall, database lost after the vector search", post(api, "/api/v1/recall", {"query": query, "k": 3}))
     during("context, database lost after the vector search",
            post(api, f"/api/v1/conversations/{conversation['id']}/context", {"message": query}))
-    monkeypatch.setattr(recall_pipeline, "_semantic_candidates", original)
+    monkeypatch.setattr(recall_pipeline, "semantic_candidates", original)
     outage.restore()
     assert vector_hits and all(vector_hits), "the vector search did return hits before the database went away"
 
