@@ -3,6 +3,8 @@ import os
 from celery import Celery
 from celery.signals import celeryd_init, worker_init
 
+from memory.enqueue import bind_app
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 # kombu's Redis transport builds its connections from Channel.connection_class; pointing it at the
@@ -20,6 +22,7 @@ except ImportError:  # redis-py not installed: no Redis broker either
 app = Celery("memory_service")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+bind_app(app)  # memory/ enqueues by task name through this app, whatever other app is current
 
 
 @celeryd_init.connect

@@ -33,16 +33,30 @@ FORGET_REQUEST_EXECUTE = "memory.tasks.forget_request_execute"
 TASK_NAMES = (MEMORY_SYNC, MEMORIES_SYNC, MEMORY_POINTS_DELETE, MESSAGES_EXTRACT, MEMORY_TOUCH, FORGET_REQUEST_EXECUTE)
 
 
+_app = None
+
+
+def bind_app(app) -> None:
+    """The project's Celery app (config/celery.py binds it when it creates it). Without it the
+    "current" app is used, which any other Celery() instance in the process would replace."""
+    global _app
+    _app = app
+
+
+def _celery():
+    return _app if _app is not None else current_app
+
+
 def task_named(name: str):
     """The registered task; its module is imported on first use (autodiscovery is lazy)."""
-    tasks = current_app.tasks
+    tasks = _celery().tasks
     if name not in tasks:
         importlib.import_module(name.rsplit(".", 1)[0])
     return tasks[name]
 
 
 def tasks_eager() -> bool:
-    return bool(current_app.conf.task_always_eager)
+    return bool(_celery().conf.task_always_eager)
 
 
 def enqueue(name: str, *args) -> bool:

@@ -140,14 +140,14 @@ def test_worker_killed_mid_extraction_and_projection_loses_and_duplicates_nothin
     from memory.extraction.rules import RuleExtractor
 
     broker = redis.Redis.from_url(redis_server.url(0))
-    publisher = Celery("faults-publisher")
+    publisher = Celery("faults-publisher", set_as_current=False)
     # An explicit connection: Celery prefers the CELERY_BROKER_URL environment variable to broker=...
     broker_connection = publisher.connection_for_write(redis_server.url(0))
     published: list[list[int]] = []
 
-    def enqueue(task, *args) -> bool:  # the API's enqueue, to the test's broker instead of in-process
-        publisher.send_task(task.name, args=list(args), connection=broker_connection)
-        published.append(list(args[0]) if task.name.endswith("messages_extract") else [])
+    def enqueue(name, *args) -> bool:  # the API's enqueue, to the test's broker instead of in-process
+        publisher.send_task(name, args=list(args), connection=broker_connection)
+        published.append(list(args[0]) if name.endswith("messages_extract") else [])
         return True
 
     monkeypatch.setattr("memory.enqueue.enqueue", enqueue)

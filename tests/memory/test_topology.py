@@ -246,7 +246,7 @@ def test_single_node_projections_run_in_the_web_process_and_the_worker_never_ope
         # forwarded to the vector queue, not run by the worker.
         fact = Memory.objects.filter(status="active").exclude(kind="episode").first()
         Memory.objects.filter(id=fact.id).update(projected_version=0)
-        publisher = Celery("topology-publisher")
+        publisher = Celery("topology-publisher", set_as_current=False)
         with publisher.connection_for_write(redis_server.url(0)) as conn:
             publisher.send_task("memory.tasks.memory_sync", args=[fact.id, fact.version], queue="celery",
                                 connection=conn)
