@@ -14,13 +14,11 @@ from django.db import connection, transaction
 
 from memory.enqueue import sync_after_commit
 from memory.models import EntityLink, MemoryEmbedding, MemorySource, MemoryVersion
+from memory.services.forget_rules import forget_rule_matches, forget_rule_verdict, forget_rules_for
 from memory.services.memories import (
     MemoryInput,
     WriteOutcome,
-    _forget_rule_matches,
-    _forget_rule_verdict,
     _lock_user,
-    forget_rules_for,
     new_memory_row,
 )
 from memory.textnorm import content_hash
@@ -59,8 +57,9 @@ def episodes_write(inputs: list[MemoryInput], vectors: list[np.ndarray | None]) 
                 rules[key] = forget_rules_for(inp.org, inp.user_id)
         kept, after_rules = [], {}
         for i, inp in enumerate(inputs):
-            matches = _forget_rule_matches(inp, digests[i], vectors[i], model_id, rules=rules[(inp.org.id, inp.user_id)])
-            blocked, after_rule = _forget_rule_verdict(inp, matches)
+            matches = forget_rule_matches(inp.org, inp.user_id, inp.content, digests[i], vectors[i], model_id,
+                                          rules=rules[(inp.org.id, inp.user_id)])
+            blocked, after_rule = forget_rule_verdict(inp.sources, matches)
             if blocked:
                 logger.info("memory write blocked by forget rule org=%s", inp.org.id)
                 outcomes[i] = WriteOutcome("blocked", None)

@@ -12,12 +12,13 @@ from datetime import datetime
 import numpy as np
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
 from conversations.textutil import cjk_ratio
 from memory.enqueue import sync_after_commit
 from memory.models import EntityLink, Memory, MemoryEmbedding, MemorySource, MemoryVersion, MemoryWriteLock
+from memory.services.forget_rules import forget_rule_matches, forget_rule_verdict
 from memory.services.subject_tier import STANDING_KINDS, conflicts_record, distinct_statements, other_attribute, subject_decisions
 from memory.textnorm import content_hash
 from memory.thresholds import thresholds_for
@@ -80,50 +81,6 @@ def _lock_user(org: Org, user_id: str) -> None:
     # First write of this user: create the row (a concurrent first write may win; either is fine).
     MemoryWriteLock.objects.bulk_create([MemoryWriteLock(org=org, user_id=user_id)], ignore_conflicts=True)
     MemoryWriteLock.objects.select_for_update().get(org=org, user_id=user_id)
-
-
-def forget_rules_for(org: Org, user_id: str) -> list[tuple]:
-    """The forget rules that apply to this user's writes (their own and the org-wide ones)."""
-    from memory.models import ForgetRule
-
-    rules = ForgetRule.objects.filter(org=org).filter(Q(user_id=user_id) | Q(user_id__isnull=True))
-    return list(rules.values_list("id", "created_at", "request_id", "fingerprint", "embedding", "embedding_model"))
-
-
-def _forget_rule_matches(inp: MemoryInput, digest: str, vector: np.ndarray, model_id: str,
-                         rules: list[tuple] | None = None) -> list[tuple]:
-    """(rule id, created_at, request id) of every forget rule this candidate matches. `rules`: the
-    user's rules when the caller read them once for several candidates."""
-    if rules is None:
-        rules = forget_rules_for(inp.org, inp.user_id)
-    threshold = thresholds_for(model_id).forget
-    embedder = active_embedder()
-    cjk = cjk_ratio(inp.content) >= 0.3  # the rule holds no text; the candidate's script decides
-    matches = []
-    for rule_id, created_at, request_id, fingerprint, blob, rule_model in rules:
-        if fingerprint == digest or (blob and rule_model == model_id and
-                                     float(similarity(embedder, vector, from_bytes(blob), cjk=cjk)[0]) >= threshold):
-            matches.append((rule_id, created_at, request_id))
-    return matches
-
-
-def _forget_rule_verdict(inp: MemoryInput, matches: list[tuple]) -> tuple[bool, tuple | None]:
-    """(blocked, the rule a new statement would have matched). A rule guards against re-extraction
-    of what existed when it was made: a candidate from messages stored after every matching rule is
-    a new act of the user and is kept (and audited with the rule). Without a source message (an
-    explicit API write) the rule still blocks: nothing shows the statement is new."""
-    from conversations.models import Message
-
-    if not matches:
-        return False, None
-    message_ids = [s.message_id for s in inp.sources if s.message_id]
-    stored = list(Message.objects.filter(id__in=message_ids).values_list("created_at", flat=True)) if message_ids else []
-    if not stored or len(stored) < len(set(message_ids)):
-        return True, None
-    first = min(stored)
-    if any(created_at >= first for _, created_at, _ in matches):
-        return True, None
-    return False, max(matches, key=lambda m: m[1])
 
 
 def _similar_active(inp: MemoryInput, vector: np.ndarray, model_id: str) -> list[tuple[Memory, float]]:
@@ -239,7 +196,8 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
     limits = thresholds_for(embedder.model_id)
     with transaction.atomic():
         _lock_user(inp.org, inp.user_id)
-        blocked, after_rule = _forget_rule_verdict(inp, _forget_rule_matches(inp, digest, vector, embedder.model_id))
+        blocked, after_rule = forget_rule_verdict(
+            inp.sources, forget_rule_matches(inp.org, inp.user_id, inp.content, digest, vector, embedder.model_id))
         if blocked:
             logger.info("memory write blocked by forget rule org=%s", inp.org.id)
             return WriteOutcome("blocked", None)
