@@ -258,9 +258,11 @@ def test_single_node_projections_run_in_the_web_process_and_the_worker_never_ope
 
         # Who did what: every projection ran in the web process; the worker holds nothing of the shard.
         web_log, worker_log = node.log("web"), node.log("worker")
-        done = r"Task memory\.tasks\.(memory_sync|memory_points_delete)\[[^\]]+\] succeeded in [0-9.e-]+s: "
-        assert len(re.findall(done + r"('upserted'|\d+)", web_log)) >= Memory.objects.filter(status="active").count()
-        assert not re.search(done + r"('upserted'|'deleted'|'skipped'|\d+)", worker_log)
+        # (A batch's writes are projected by one memories_sync task, so tasks can be fewer than memories;
+        # that every active memory has its point is asserted above.)
+        done = r"Task memory\.tasks\.(memory_sync|memories_sync|memory_points_delete)\[[^\]]+\] succeeded in [0-9.e-]+s: "
+        assert re.search(done + r"(?!None)", web_log)
+        assert not re.search(done + r"(?!None)", worker_log)  # a task it forwarded returns None
         assert "does not own the embedded shard" not in worker_log
         [web_pid] = children(node.procs["web"].pid)
         assert open_under(web_pid, node.shard), "the web process should hold the shard open"
