@@ -9,8 +9,7 @@ from functools import lru_cache
 
 import memory.subjects.vocabulary as V
 from memory.extraction.timeexpr import find_times
-from memory.subjects.statement import StatementParts
-from memory.subjects.statement import norm_value as _norm
+from memory.subjects.statement import StatementParts, assemble
 
 __all__ = ["parse_en"]
 
@@ -239,9 +238,6 @@ def parse_en(text: str) -> StatementParts:
             if strong:
                 heads.add(strong[-1])
         terms.extend(clause_terms)
-    weak = frozenset(t for t in terms if t in V.EN_WEAK)
-    return StatementParts(lang="en", terms=tuple(dict.fromkeys(terms)), weak=weak, heads=frozenset(heads),
-                          idents=frozenset(idents), values=tuple(_norm(v) for v in values if _norm(v)),
-                          old_values=tuple(_norm(v) for v in old_values if _norm(v)), preds=frozenset(preds),
-                          cue=cue, masked=masked)
+    return assemble(lang="en", terms=terms, weak_words=V.EN_WEAK, heads=heads, idents=idents, values=values,
+                    old_values=old_values, preds=preds, cue=cue, masked=masked)
 

@@ -8,8 +8,7 @@ from datetime import datetime
 import memory.subjects.vocabulary as V
 from memory.extraction.text import pos_cut
 from memory.extraction.timeexpr import find_times
-from memory.subjects.statement import StatementParts
-from memory.subjects.statement import norm_value as _norm
+from memory.subjects.statement import StatementParts, assemble
 
 __all__ = ["parse_zh"]
 
@@ -256,9 +255,6 @@ def parse_zh(text: str) -> StatementParts:
             if nouns:
                 heads.add(nouns[-1])
         terms.extend(clause_terms)
-    weak = frozenset(t for t in terms if t in V.ZH_WEAK)
-    return StatementParts(lang="zh", terms=tuple(dict.fromkeys(terms)), weak=weak, heads=frozenset(heads),
-                          idents=frozenset(idents), values=tuple(_norm(v) for v in values if _norm(v)),
-                          old_values=tuple(_norm(v) for v in old_values if _norm(v)), preds=frozenset(preds),
-                          cue=cue, masked=masked)
+    return assemble(lang="zh", terms=terms, weak_words=V.ZH_WEAK, heads=heads, idents=idents, values=values,
+                    old_values=old_values, preds=preds, cue=cue, masked=masked)
 

@@ -34,3 +34,14 @@ class StatementParts:
 def norm_value(text: str) -> str:
     return re.sub(r"[\s，,。.！!？?；;：:、\"'“”‘’()（）-]+", "", text).casefold()
 
+
+def assemble(*, lang: str, terms: list[str], weak_words, heads: set[str], idents: set[str], values: list[str],
+             old_values: list[str], preds: set[str], cue: bool, masked: str) -> StatementParts:
+    """The parts as both language walkers hand them over: terms deduplicated in order, the weak ones
+    marked, values and old values normalised (empty ones dropped)."""
+    def normed(raw: list[str]) -> tuple[str, ...]:
+        return tuple(n for n in (norm_value(v) for v in raw) if n)
+
+    return StatementParts(lang=lang, terms=tuple(dict.fromkeys(terms)), weak=frozenset(t for t in terms if t in weak_words),
+                          heads=frozenset(heads), idents=frozenset(idents), values=normed(values),
+                          old_values=normed(old_values), preds=frozenset(preds), cue=cue, masked=masked)
