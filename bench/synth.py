@@ -257,6 +257,7 @@ class BulkLoader:
 
         from memory.models import Memory, MemoryEmbedding, MemorySource, MemoryVersion
         from memory.projections import memory_payload
+        from memory.projections.terms import terms_sync
         from memory.textnorm import content_hash
         from memory.vector_index import VectorPoint
         from memory.vectors import to_bytes
@@ -318,6 +319,7 @@ class BulkLoader:
                       for row, vec in zip(rows, vecs)]
             for start in range(0, len(points), 500):
                 self.index.upsert(points[start:start + 500], collection=self.collection)
+            terms_sync(rows)  # the keyword terms the projection stores beside the vectors
             self.stats.upsert_s += time.perf_counter() - t
 
             for m, row in zip(items, rows):

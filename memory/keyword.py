@@ -1,6 +1,10 @@
 """Keyword search over a user's active memories: BM25 (rank-bm25) on jieba tokens for Chinese and
 lowercase words for English. One index per (org, user), built on demand from MySQL and kept in
-process until that user's memory generation changes (any write bumps it, in the shared cache)."""
+process until that user's memory generation changes (any write bumps it, in the shared cache).
+
+A build reads each memory's terms as the projection stored them (`MemoryTerms`) and segments only
+the memories whose stored terms are missing or of another version or analyser, so a user's first
+query in a process, or the first after a write, costs one read instead of segmenting every text."""
 import math
 import threading
 from collections import OrderedDict
@@ -14,9 +18,12 @@ from rank_bm25 import BM25Okapi
 from conversations.textutil import tokenize
 from memory.cache import user_generation
 from memory.keyword_zh import bigrams
-from memory.models import Memory
+from memory.models import Memory, MemoryTerms
 
 MAX_INDEXES = 256  # users kept in process (LRU)
+# Bumped whenever terms() changes what it returns: stored terms of another analyser are not used.
+ANALYSER_VERSION = 1
+_SEP = "\x1f"
 
 
 class _LuceneBM25(BM25Okapi):
@@ -26,6 +33,33 @@ class _LuceneBM25(BM25Okapi):
     def _calc_idf(self, nd):
         for word, freq in nd.items():
             self.idf[word] = math.log(1 + (self.corpus_size - freq + 0.5) / (freq + 0.5))
+
+    def __init__(self, corpus, **kwargs):
+        super().__init__(corpus, **kwargs)
+        # Postings (term -> documents holding it, with frequencies): rank-bm25 scores a term by
+        # visiting every document, which made a 20-term query cost 20 passes over the user's corpus.
+        postings: dict[str, tuple[list[int], list[int]]] = {}
+        for i, frequencies in enumerate(self.doc_freqs):
+            for word, freq in frequencies.items():
+                docs, freqs = postings.setdefault(word, ([], []))
+                docs.append(i)
+                freqs.append(freq)
+        self._postings = {w: (np.array(d, dtype=np.int64), np.array(f, dtype=np.float64)) for w, (d, f) in postings.items()}
+        self._doc_len = np.array(self.doc_len, dtype=np.float64)
+
+    def get_scores(self, query):
+        """The library's formula term by term, over the documents that hold the term only (the others
+        add exactly zero), so the scores are the library's."""
+        score = np.zeros(self.corpus_size)
+        for q in query:
+            posting = self._postings.get(q)
+            if posting is None:
+                continue
+            docs, q_freq = posting
+            doc_len = self._doc_len[docs]
+            score[docs] += (self.idf.get(q) or 0) * (q_freq * (self.k1 + 1) /
+                                                     (q_freq + self.k1 * (1 - self.b + self.b * doc_len / self.avgdl)))
+        return score
 
 
 @dataclass
@@ -61,14 +95,37 @@ def terms(text: str) -> list[str]:
     return words + bigrams(text) if settings.KEYWORD_ZH_BIGRAMS else words
 
 
+def analyser() -> str:
+    """Names what terms() does now; stored terms from another analyser are segmented again."""
+    return f"v{ANALYSER_VERSION}:bigrams={int(bool(settings.KEYWORD_ZH_BIGRAMS))}"
+
+
+def memory_terms(content: str, slot_key: str | None) -> list[str]:
+    """A memory's indexed terms: its text's, and its slot key's, which names the subject
+    ("fact:用户.住址"), so "我的住址" finds "我家住在…文三路"."""
+    return (terms(content) + terms((slot_key or "").split(":", 1)[-1].replace(".", " "))) or ["∅"]
+
+
+def pack(words: list[str]) -> str:
+    return _SEP.join(w.replace(_SEP, "") for w in words)
+
+
+def terms_rows(memories) -> list[MemoryTerms]:
+    """The MemoryTerms rows of these memory instances (written by the projections)."""
+    name = analyser()
+    return [MemoryTerms(memory_id=m.id, version=m.version, tokenizer=name, terms=pack(memory_terms(m.content, m.slot_key)))
+            for m in memories]
+
+
 def _build(org_id: int, user_id: str, generation: int) -> _UserIndex:
-    rows = list(Memory.objects.filter(org_id=org_id, user_id=user_id, status="active")
-                .values_list("id", "content", "slot_key"))
+    rows = list(Memory.objects.filter(org_id=org_id, user_id=user_id, status="active").values_list(
+        "id", "version", "terms__version", "terms__tokenizer", "terms__terms", "content", "slot_key"))
     if not rows:
         return _UserIndex(generation, np.array([], dtype=np.int64), None)
-    # The slot key names the subject ("fact:用户.住址"), so "我的住址" finds "我家住在…文三路".
-    corpus = [(terms(content) + terms((slot or "").split(":", 1)[-1].replace(".", " "))) or ["∅"]
-              for _, content, slot in rows]
+    name = analyser()
+    corpus = [stored.split(_SEP) if stored and stored_version == version and tokenizer == name
+              else memory_terms(content, slot)
+              for _, version, stored_version, tokenizer, stored, content, slot in rows]
     bm25 = _LuceneBM25(corpus, k1=settings.KEYWORD_BM25_K1, b=settings.KEYWORD_BM25_B)
     return _UserIndex(generation, np.array([r[0] for r in rows], dtype=np.int64), bm25)
 

@@ -19,6 +19,7 @@ from memory.cache import memory_cache
 from memory.embeddings import Embedder, get_embedder
 from memory.models import EntityLink, Memory, MemoryEmbedding, VectorCollection
 from memory.projections import rows as projections
+from memory.projections.terms import terms_sync
 from memory.vector_index import VectorIndex, VectorPoint, get_vector_index
 from memory.vectors import from_bytes, to_bytes
 
@@ -170,6 +171,7 @@ def sync_rows(rows: list[Memory], *, collection: VectorCollection, mark_projecte
                                   payload=projections.memory_payload(m, links.get(m.id, []), collection.model_id)))
         result.users.add((m.org_id, m.user_id))
     index.upsert(points, collection=collection.name)
+    terms_sync(rows)
     result.upserted = len(points)
     if mark_projected:
         _mark_projected(rows)

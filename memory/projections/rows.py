@@ -6,6 +6,7 @@ from django.db.models import F
 
 from memory.cache import memory_cache
 from memory.models import EntityLink, Memory, MemoryEmbedding, VectorCollection
+from memory.projections.terms import terms_sync
 from memory.vector_index import VectorPoint, get_vector_index
 from memory.vectors import active_collection_row, from_bytes, to_bytes
 
@@ -80,6 +81,7 @@ def memory_sync(*, memory_id: int, version: int, collection_name: str | None = N
         elif not Memory.objects.select_for_update().filter(id=memory_id, version=version, status="active").exists():
             return "skipped"
         index.upsert([point], collection=name)
+    terms_sync([memory])
     memory_cache.set(memory)
     return "upserted"
 
@@ -135,6 +137,7 @@ def memories_sync(*, pairs: list[tuple[int, int]]) -> dict[str, int]:
                               payload=memory_payload(plain[memory_id], links.get(memory_id, []), collection.model_id))
                   for memory_id in plain if memory_id in marked]
         index.upsert(points, collection=collection.name)
+    terms_sync([plain[memory_id] for memory_id in marked])
     for memory_id in marked:
         memory_cache.set(plain[memory_id])
     counts["upserted"] = counts.get("upserted", 0) + len(marked)

@@ -14,7 +14,7 @@ from conversations.models import Conversation, HistorySummary, Message
 from conversations.services import messages_redact
 from memory.cache import memory_cache, user_generation_bump
 from memory.enqueue import FORGET_REQUEST_EXECUTE, MEMORY_POINTS_DELETE, enqueue
-from memory.models import ForgetRequest, ForgetRule, Memory, MemoryEmbedding, MemorySource, MemoryVersion
+from memory.models import ForgetRequest, ForgetRule, Memory, MemoryEmbedding, MemorySource, MemoryTerms, MemoryVersion
 from memory.selectors.recall_pipeline import RecallQuery, recall
 from memory.services.forget_echoes import forget_echoes
 from tenancy.db import retry_on_contention
@@ -101,6 +101,7 @@ def _memory_forget(memory_id: int, request: ForgetRequest | None) -> tuple[bool,
                        slot_key=memory.slot_key, request=request) for h in hashes])
         MemoryVersion.objects.filter(memory=memory).update(content="", redacted=True)
         MemoryEmbedding.objects.filter(memory=memory).delete()
+        MemoryTerms.objects.filter(memory=memory).delete()  # words of the content, like its vectors
         Memory.objects.filter(id=memory.id).update(
             content="", metadata={}, status="forgotten", active_hash=None, invalidated_at=timezone.now(), invalid_reason="forgotten",
             version=memory.version + 1, updated_at=timezone.now())
