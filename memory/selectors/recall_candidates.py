@@ -6,10 +6,11 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 
 import numpy as np
 from django.conf import settings
-from django.db.models import OuterRef, Subquery
+from django.db import connection
 from django.utils import timezone
 
 from conversations.selectors import readable_conversation_ids
@@ -44,14 +45,16 @@ class RecallQuery:
     explain: bool = False
 
 
-_MEMORY_COLUMNS = tuple(f.attname for f in Memory._meta.concrete_fields)
+# What the back-check, the ranking and the second look read of a candidate. Model instances (every
+# column, converted) are built for the top k only, by one more read: converting all 27 columns of
+# ~80 candidates cost more than the queries (SQLite parses each datetime in Python).
+_CANDIDATE_COLUMNS = ("id", "kind", "scope", "conversation_id", "created_at", "valid_from", "valid_to", "occurred_at",
+                      "importance", "access_count", "content", "content_hash")
 
 
 @dataclass(slots=True)
 class _Candidate:
-    """One candidate's row as plain values, plus its stored vector. Model instances are built for
-    the top k only (`memory()`): building one per candidate (~100 at 100 memories per user) cost more
-    than the query that read them."""
+    """One candidate's row as plain values (`_CANDIDATE_COLUMNS`), plus its stored vector."""
     row: tuple
     vector: bytes | None
 
@@ -61,11 +64,13 @@ class _Candidate:
         except KeyError:
             raise AttributeError(name) from None
 
-    def memory(self) -> Memory:
-        return Memory.from_db(Memory.objects.db, _MEMORY_COLUMNS, self.row)
+
+_COLUMN_INDEX = {name: i for i, name in enumerate(_CANDIDATE_COLUMNS)}
 
 
-_COLUMN_INDEX = {name: i for i, name in enumerate(_MEMORY_COLUMNS)}
+def memories_of(ids: list[int]) -> dict[int, Memory]:
+    """The full rows of the chosen candidates (one read)."""
+    return Memory.objects.in_bulk(ids) if ids else {}
 
 
 @dataclass
@@ -86,7 +91,9 @@ class RecallResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
 
 
+@lru_cache(maxsize=65536)
 def is_cjk(text: str) -> bool:
+    # Cached: the ranking asks it of every candidate's text in each round (22k calls per 170 recalls).
     return cjk_ratio(text) >= 0.3
 
 
@@ -193,22 +200,39 @@ def minmax(scores: dict[int, float]) -> dict[int, float]:
     return {k: (v - low) / (high - low) for k, v in scores.items()}
 
 
+def _plain_rows(model, columns: tuple[str, ...], memory_ids: list[int], **equal) -> list[tuple]:
+    """`model.objects.filter(memory_id__in=memory_ids, **equal).values_list(*columns)` as one plain
+    statement: for these int, text and blob columns the ORM's per-value preparation of an ~80-id IN
+    list cost several times the read itself, on every recall."""
+    if not memory_ids:
+        return []
+    qn, opts = connection.ops.quote_name, model._meta
+    where = [f"{qn(opts.get_field('memory').column)} IN ({', '.join(['%s'] * len(memory_ids))})"]
+    where += [f"{qn(opts.get_field(name).column)} = %s" for name in equal]
+    sql = (f"SELECT {', '.join(qn(opts.get_field(c).column) for c in columns)} FROM {qn(opts.db_table)} "
+           f"WHERE {' AND '.join(where)}")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [int(i) for i in memory_ids] + list(equal.values()))
+        return cursor.fetchall()
+
+
 def back_check(q: RecallQuery, ids: set[int], result: RecallResult,
                 model_id: str) -> tuple[dict[int, _Candidate], dict, dict]:
     """Reload the candidates from MySQL and drop what this user may not see now. Each row comes
-    with its stored vector under `model_id` (one query for both)."""
-    vector = MemoryEmbedding.objects.filter(memory_id=OuterRef("pk"), model_id=model_id).values("vector")[:1]
-    rows = {row[0]: _Candidate(row[:-1], row[-1]) for row in Memory.objects.filter(
-        id__in=ids, org=q.org, user_id=q.user_id, status="active").annotate(
-        stored_vector=Subquery(vector)).values_list(*_MEMORY_COLUMNS, "stored_vector")}
+    with its stored vector under `model_id` (a second plain read: on SQLite a correlated subquery per
+    row cost several times the two reads)."""
+    found = list(Memory.objects.filter(id__in=ids, org=q.org, user_id=q.user_id, status="active")
+                 .order_by().values_list(*_CANDIDATE_COLUMNS))
+    stored = dict(_plain_rows(MemoryEmbedding, ("memory", "vector"), [row[0] for row in found], model_id=model_id))
+    rows = {row[0]: _Candidate(row, stored.get(row[0])) for row in found}
     dropped: dict[int, str] = {i: "not active in the database (stale projection)" for i in ids - set(rows)}
     kinds = set(q.kinds or STANDING_KINDS + (["episode"] if q.include_episodes else []))
     sources: dict[int, list[dict]] = defaultdict(list)
-    for memory_id, message_id, conversation_id, ref in MemorySource.objects.filter(memory_id__in=rows).values_list(
-            "memory_id", "message_id", "conversation_id", "external_ref"):
+    for memory_id, message_id, conversation_id, ref in _plain_rows(
+            MemorySource, ("memory", "message", "conversation", "external_ref"), list(rows)):
         sources[memory_id].append({"message_id": message_id, "conversation_id": conversation_id, "ref": ref})
     links: dict[int, list[int]] = defaultdict(list)
-    for memory_id, entity_id in EntityLink.objects.filter(memory_id__in=rows).values_list("memory_id", "entity_id"):
+    for memory_id, entity_id in _plain_rows(EntityLink, ("memory", "entity"), list(rows)):
         links[memory_id].append(entity_id)
     conversation_ids = {s["conversation_id"] for srcs in sources.values() for s in srcs if s["conversation_id"]}
     readable = readable_conversation_ids(org=q.org, user_id=q.user_id, among=conversation_ids)

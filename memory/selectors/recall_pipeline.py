@@ -23,6 +23,7 @@ from memory.selectors.recall_candidates import (  # noqa: F401  (the types are p
     _semantic_scores,
     back_check,
     fusion_weights,
+    memories_of,
     minmax,
     semantic_candidates,
 )
@@ -147,11 +148,18 @@ def recall(q: RecallQuery) -> RecallResult:
                                        vectors.embedder.model_id)
     lineage = _episode_lineage(q, kept, sources, links, result, vectors.embedder.model_id)
 
+    semantic_of: dict[frozenset, dict[int, float]] = {}  # the second look scores the same candidates again
+
     def score_round(kept: dict[int, _Candidate], bonus: dict[int, float] | None = None) -> list[tuple[int, float, dict]]:
-        raw_semantic = _semantic_scores(q, vectors, kept)
-        for memory_id in kept:  # no stored vector (e.g. mid re-embed): fall back to the index's score
-            if memory_id not in raw_semantic and memory_id in vector_hits:
-                raw_semantic[memory_id] = vector_hits[memory_id]
+        key = frozenset(kept)
+        raw_semantic = semantic_of.get(key)
+        if raw_semantic is None:
+            raw_semantic = _semantic_scores(q, vectors, kept)
+            for memory_id in kept:  # no stored vector (e.g. mid re-embed): fall back to the index's score
+                if memory_id not in raw_semantic and memory_id in vector_hits:
+                    raw_semantic[memory_id] = vector_hits[memory_id]
+            semantic_of.clear()
+            semantic_of[key] = raw_semantic
         top_kw = max(keyword_raw.values(), default=0.0)
         keyword = {m: keyword_raw.get(m, 0.0) / top_kw for m in kept} if top_kw > 0 else {}
         semantic = minmax(raw_semantic) if settings.RECALL_NORMALIZE_SEMANTIC else raw_semantic
@@ -185,9 +193,10 @@ def recall(q: RecallQuery) -> RecallResult:
         chosen_ids.add(memory_id)
         if len(chosen) >= k:
             break
-    items = [RecallItem(memory=kept[memory_id].memory(), score=round(score, 4), parts=parts,
+    full = memories_of([memory_id for memory_id, _, _ in chosen])
+    items = [RecallItem(memory=full[memory_id], score=round(score, 4), parts=parts,
                         sources=sources[memory_id], entity_ids=links.get(memory_id, []))
-             for memory_id, score, parts in chosen]
+             for memory_id, score, parts in chosen if memory_id in full]  # gone since the back-check: left out
     result.items = items = conflicts_apply(items, org=q.org, user_id=q.user_id, explain=q.explain)
     result.timings_ms["back_check_rank"] = (time.perf_counter() - t0) * 1000
     if q.explain:
