@@ -3,6 +3,7 @@ from datetime import datetime
 from django.db.models import Min, Q, QuerySet
 from django.http import Http404
 
+from config.plain_reads import plain_rows
 from conversations.models import Conversation, ConversationAccess, Message, TaskState
 from tenancy.models import Org
 
@@ -38,11 +39,11 @@ def readable_conversation_ids(*, org: Org, user_id: str, among: set[int]) -> set
     runs this on every call, and the ORM compiling the two subqueries cost more than the reads."""
     if not among:
         return set()
-    owners = dict(Conversation.objects.filter(org=org, id__in=among).values_list("id", "owner_user"))
+    owners = dict(plain_rows(Conversation, ("id", "owner_user"), among, key="id", org=org.id))
     if not owners:
         return set()
-    states = dict(ConversationAccess.objects.filter(user_id=user_id, conversation_id__in=list(owners))
-                  .values_list("conversation_id", "state"))
+    states = dict(plain_rows(ConversationAccess, ("conversation", "state"), list(owners), key="conversation",
+                             user_id=user_id))
     return {conversation_id for conversation_id, owner in owners.items()
             if states.get(conversation_id) == ConversationAccess.GRANTED
             or (owner == user_id and states.get(conversation_id) != ConversationAccess.REVOKED)}

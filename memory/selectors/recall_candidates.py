@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from config.plain_reads import plain_rows
 from conversations.selectors import readable_conversation_ids
 from conversations.textutil import cjk_ratio
 from entities.policy import allowed_entity_ids
@@ -66,6 +67,26 @@ class _Candidate:
 
 
 _COLUMN_INDEX = {name: i for i, name in enumerate(_CANDIDATE_COLUMNS)}
+_DATETIME_AT = tuple(_COLUMN_INDEX[name] for name in ("created_at", "valid_from", "valid_to", "occurred_at"))
+
+
+def _aware(value, tz):
+    """A datetime column as the ORM would give it: SQLite hands back ISO text, MySQL a naive
+    datetime; both are in the connection's time zone (UTC), made aware when USE_TZ (`tz`)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if tz is not None and value.tzinfo is None:
+        value = value.replace(tzinfo=tz)
+    return value
+
+
+def _candidate_row(row: tuple, tz) -> tuple:
+    row = list(row)
+    for i in _DATETIME_AT:
+        row[i] = _aware(row[i], tz)
+    return tuple(row)
 
 
 def memories_of(ids: list[int]) -> dict[int, Memory]:
@@ -200,39 +221,24 @@ def minmax(scores: dict[int, float]) -> dict[int, float]:
     return {k: (v - low) / (high - low) for k, v in scores.items()}
 
 
-def _plain_rows(model, columns: tuple[str, ...], memory_ids: list[int], **equal) -> list[tuple]:
-    """`model.objects.filter(memory_id__in=memory_ids, **equal).values_list(*columns)` as one plain
-    statement: for these int, text and blob columns the ORM's per-value preparation of an ~80-id IN
-    list cost several times the read itself, on every recall."""
-    if not memory_ids:
-        return []
-    qn, opts = connection.ops.quote_name, model._meta
-    where = [f"{qn(opts.get_field('memory').column)} IN ({', '.join(['%s'] * len(memory_ids))})"]
-    where += [f"{qn(opts.get_field(name).column)} = %s" for name in equal]
-    sql = (f"SELECT {', '.join(qn(opts.get_field(c).column) for c in columns)} FROM {qn(opts.db_table)} "
-           f"WHERE {' AND '.join(where)}")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [int(i) for i in memory_ids] + list(equal.values()))
-        return cursor.fetchall()
-
-
 def back_check(q: RecallQuery, ids: set[int], result: RecallResult,
                 model_id: str) -> tuple[dict[int, _Candidate], dict, dict]:
     """Reload the candidates from MySQL and drop what this user may not see now. Each row comes
     with its stored vector under `model_id` (a second plain read: on SQLite a correlated subquery per
     row cost several times the two reads)."""
-    found = list(Memory.objects.filter(id__in=ids, org=q.org, user_id=q.user_id, status="active")
-                 .order_by().values_list(*_CANDIDATE_COLUMNS))
-    stored = dict(_plain_rows(MemoryEmbedding, ("memory", "vector"), [row[0] for row in found], model_id=model_id))
+    tz = connection.timezone if settings.USE_TZ else None
+    found = [_candidate_row(row, tz) for row in plain_rows(Memory, _CANDIDATE_COLUMNS, list(ids), key="id", org=q.org.id,
+                                                         user_id=q.user_id, status="active")]
+    stored = dict(plain_rows(MemoryEmbedding, ("memory", "vector"), [row[0] for row in found], model_id=model_id))
     rows = {row[0]: _Candidate(row, stored.get(row[0])) for row in found}
     dropped: dict[int, str] = {i: "not active in the database (stale projection)" for i in ids - set(rows)}
     kinds = set(q.kinds or STANDING_KINDS + (["episode"] if q.include_episodes else []))
     sources: dict[int, list[dict]] = defaultdict(list)
-    for memory_id, message_id, conversation_id, ref in _plain_rows(
+    for memory_id, message_id, conversation_id, ref in plain_rows(
             MemorySource, ("memory", "message", "conversation", "external_ref"), list(rows)):
         sources[memory_id].append({"message_id": message_id, "conversation_id": conversation_id, "ref": ref})
     links: dict[int, list[int]] = defaultdict(list)
-    for memory_id, entity_id in _plain_rows(EntityLink, ("memory", "entity"), list(rows)):
+    for memory_id, entity_id in plain_rows(EntityLink, ("memory", "entity"), list(rows)):
         links[memory_id].append(entity_id)
     conversation_ids = {s["conversation_id"] for srcs in sources.values() for s in srcs if s["conversation_id"]}
     readable = readable_conversation_ids(org=q.org, user_id=q.user_id, among=conversation_ids)
