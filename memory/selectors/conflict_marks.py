@@ -2,8 +2,7 @@
 newer ranks first, and `explain` marks each with the pair (DESIGN §5: both kept, the newer first)."""
 from __future__ import annotations
 
-from django.db.models import Q
-
+from config.plain_reads import plain_rows
 from memory.models import MemoryConflict
 
 
@@ -11,8 +10,11 @@ def conflicts_apply(items: list, *, org, user_id: str, explain: bool) -> list:
     ids = [item.memory.id for item in items if item.memory.kind in ("preference", "fact")]
     if not ids:
         return items
-    pairs = list(MemoryConflict.objects.filter(Q(older_id__in=ids) | Q(newer_id__in=ids), org=org, user_id=user_id,
-                                               status="open").values_list("id", "older_id", "newer_id"))
+    # Two plain reads (either side among the items) instead of one ORM OR-query: recall runs this on
+    # every call. Newest conflict first, as the model orders them.
+    found = {row[0]: row for side in ("older", "newer") for row in plain_rows(
+        MemoryConflict, ("id", "older", "newer", "created_at"), ids, key=side, org=org.id, user_id=user_id, status="open")}
+    pairs = [row[:3] for row in sorted(found.values(), key=lambda row: (row[3], row[0]), reverse=True)]
     if not pairs:
         return items
     order = [item.memory.id for item in items]
