@@ -10,6 +10,7 @@ from conversations.selectors import conversation_get
 from entities.selectors import entity_ids_from_refs, entity_labels
 from memory import selectors, services
 from memory.api import serializers as s
+from memory.choices import MemoryStatus
 from memory.services.memories import MemoryInput, SourceRef
 from tenancy.api import SeqCursorPagination
 from tenancy.idempotency import idempotent
@@ -108,7 +109,7 @@ class MemoryDetailApi(APIView):
     def _update(self, request, memory) -> Response:
         data = s.MemoryUpdateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        if memory.status != "active":
+        if memory.status != MemoryStatus.ACTIVE:
             return Response({"detail": f"Memory is {memory.status}; only active memories can be updated.",
                              "code": "conflict"}, status=409)
         memory = services.memory_update(memory_id=memory.id, actor=_actor(request), **data.validated_data)
@@ -131,7 +132,7 @@ class MemoryInvalidateApi(APIView):
         memory = selectors.memory_get(org=request.user.org, user_id=request.user.user_id, memory_id=memory_id)
         data = s.MemoryInvalidateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        if memory.status not in ("active", "invalidated"):
+        if memory.status not in (MemoryStatus.ACTIVE, MemoryStatus.INVALIDATED):
             return Response({"detail": f"Memory is {memory.status}.", "code": "conflict"}, status=409)
         memory = services.memory_invalidate(memory_id=memory.id, reason=data.validated_data["reason"], actor=_actor(request))
         return Response(s.MemoryOutputSerializer(memory).data)
@@ -247,8 +248,7 @@ class ForgetApi(APIView):
         data.is_valid(raise_exception=True)
         v = data.validated_data
         org, user_id = request.user.org, request.user.user_id
-        owned = set(selectors.memory_list(org=org, user_id=user_id, statuses=["active", "superseded", "invalidated",
-                                                                              "expired", "forgotten"], include_episodes=True)
+        owned = set(selectors.memory_list(org=org, user_id=user_id, statuses=MemoryStatus.values, include_episodes=True)
                     .filter(id__in=v["memory_ids"]).values_list("id", flat=True))
         missing = sorted(set(v["memory_ids"]) - owned)
         if missing:

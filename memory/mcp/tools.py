@@ -23,6 +23,7 @@ from conversations.selectors import conversation_get
 from entities.selectors import entity_labels
 from memory.api import serializers as s
 from memory.api.views import context_data, context_request, recall_item_data
+from memory.choices import MemoryKind
 from memory.context import ContextBudgetError, assemble_context
 from memory.selectors import RecallQuery, recall
 from tenancy.authentication import ApiPrincipal
@@ -53,7 +54,7 @@ def _recall_input_schema() -> dict:
                       "description": "What to look for: a question or topic, in the user's own language."},
             "k": {"type": "integer", "minimum": 1, "maximum": settings.MAX_RECALL_K, "default": 5,
                   "description": "Return at most this many memories."},
-            "kinds": {"type": ["array", "null"], "items": {"type": "string", "enum": s.KINDS + ["episode"]},
+            "kinds": {"type": ["array", "null"], "items": {"type": "string", "enum": MemoryKind.values},
                       "description": "Only memories of these kinds (default: all)."},
             "at": {"type": ["string", "null"], "format": "date-time",
                    "description": "Reference time, ISO 8601: recall what was known and valid then (default: now)."},

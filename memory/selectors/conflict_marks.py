@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from django.db.models import Q
 
+from memory.choices import STANDING_KINDS
 from memory.models import MemoryConflict
 
 
 def conflicts_apply(items: list, *, org, user_id: str, explain: bool) -> list:
-    ids = [item.memory.id for item in items if item.memory.kind in ("preference", "fact")]
+    ids = [item.memory.id for item in items if item.memory.kind in STANDING_KINDS]
     if not ids:
         return items
     pairs = list(MemoryConflict.objects.filter(Q(older_id__in=ids) | Q(newer_id__in=ids), org=org, user_id=user_id,

@@ -12,6 +12,7 @@ import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 
+from memory.choices import MemoryKind
 from memory.enqueue import sync_after_commit
 from memory.models import EntityLink, MemoryEmbedding, MemorySource, MemoryVersion
 from memory.services.forget_rules import forget_rule_matches, forget_rule_verdict, forget_rules_for
@@ -35,7 +36,7 @@ def episodes_write(inputs: list[MemoryInput], vectors: list[np.ndarray | None]) 
     under the live model, or None to encode the missing ones here (in one call)."""
     if not inputs:
         return []
-    assert all(inp.kind == "episode" for inp in inputs), "episodes_write writes episodes only"
+    assert all(inp.kind == MemoryKind.EPISODE for inp in inputs), "episodes_write writes episodes only"
     embedder = active_embedder()
     model_id = embedder.model_id
     for inp in inputs:

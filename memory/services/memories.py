@@ -16,6 +16,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from conversations.textutil import cjk_ratio
+from memory.choices import MemoryAssertion, MemoryKind, MemoryScope, MemoryStatus
 from memory.enqueue import sync_after_commit
 from memory.models import EntityLink, Memory, MemoryEmbedding, MemorySource, MemoryVersion, MemoryWriteLock
 from memory.services.forget_rules import forget_rule_matches, forget_rule_verdict
@@ -29,7 +30,7 @@ from tenancy.services import audit_record
 
 logger = logging.getLogger(__name__)
 
-SINGLE_VALUED_KINDS = {"preference", "fact", "context"}
+SINGLE_VALUED_KINDS = {MemoryKind.PREFERENCE, MemoryKind.FACT, MemoryKind.CONTEXT}
 SAME_SLOT_DUPLICATE = 0.97  # within one slot only a near-verbatim restatement is a duplicate
 
 
@@ -46,7 +47,7 @@ class MemoryInput:
     user_id: str
     kind: str
     content: str
-    assertion: str = "user_stated"
+    assertion: str = MemoryAssertion.USER_STATED
     slot_key: str | None = None
     scope: str = "user"
     conversation_id: int | None = None
@@ -88,9 +89,9 @@ def _similar_active(inp: MemoryInput, vector: np.ndarray, model_id: str) -> list
     slot key plus the most recent SEMANTIC_DEDUP_WINDOW others (bounded work per write)."""
     # A standing statement is compared with every standing memory: "提醒我的时候用短信" (fact) and
     # "以后都用微信提醒我" (preference) are about one subject.
-    kinds = sorted(STANDING_KINDS) if inp.kind in STANDING_KINDS and inp.scope == "user" else [inp.kind]
-    base = Memory.objects.filter(org=inp.org, user_id=inp.user_id, kind__in=kinds, scope=inp.scope, status="active")
-    if inp.scope == "task":
+    kinds = sorted(STANDING_KINDS) if inp.kind in STANDING_KINDS and inp.scope == MemoryScope.USER else [inp.kind]
+    base = Memory.objects.filter(org=inp.org, user_id=inp.user_id, kind__in=kinds, scope=inp.scope, status=MemoryStatus.ACTIVE)
+    if inp.scope == MemoryScope.TASK:
         base = base.filter(conversation_id=inp.conversation_id)
     rows = {m.id: m for m in base.order_by("-id")[: settings.SEMANTIC_DEDUP_WINDOW]}
     if inp.slot_key:
@@ -164,10 +165,10 @@ def _semantic_duplicate(inp: MemoryInput, similar: list[tuple[Memory, float]], t
 
 def _supersede_targets(inp: MemoryInput, similar: list[tuple[Memory, float]], sup_threshold: float,
                        decisions: dict[int, object]) -> list[Memory]:
-    if inp.kind == "episode":
+    if inp.kind == MemoryKind.EPISODE:
         return []
     targets = {m.id: m for m in Memory.objects.filter(id__in=inp.supersedes, org=inp.org, user_id=inp.user_id,
-                                                      status="active")} if inp.supersedes else {}
+                                                      status=MemoryStatus.ACTIVE)} if inp.supersedes else {}
     slot_replaces = inp.slot_key and (inp.kind in SINGLE_VALUED_KINDS or inp.change)
     entity_ids = set(inp.entity_ids)
     for memory, sim in similar:
@@ -201,12 +202,12 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
         if blocked:
             logger.info("memory write blocked by forget rule org=%s", inp.org.id)
             return WriteOutcome("blocked", None)
-        if dedup and inp.kind != "episode":
+        if dedup and inp.kind != MemoryKind.EPISODE:
             existing = Memory.objects.filter(org=inp.org, user_id=inp.user_id, kind=inp.kind, active_hash=digest).first()
             if existing is not None:
                 _touch_duplicate(existing, inp)
                 return WriteOutcome("duplicate", existing, similarity=1.0)
-        similar = _similar_active(inp, vector, embedder.model_id) if dedup and inp.kind != "episode" else []
+        similar = _similar_active(inp, vector, embedder.model_id) if dedup and inp.kind != MemoryKind.EPISODE else []
         duplicate = _semantic_duplicate(inp, similar, limits.duplicate)
         if duplicate is not None:
             _touch_duplicate(duplicate[0], inp)
@@ -238,7 +239,7 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
             logger.info("memory restated after forget id=%s rule=%s", memory.id, after_rule[0])
         superseded = []
         for old in targets:
-            Memory.objects.filter(id=old.id).update(status="superseded", superseded_by=memory, active_hash=None,
+            Memory.objects.filter(id=old.id).update(status=MemoryStatus.SUPERSEDED, superseded_by=memory, active_hash=None,
                                                     version=F("version") + 1, updated_at=timezone.now())
             superseded.append(old.id)
         conflicts = conflicts_record(memory, similar, decisions, set(superseded))
@@ -268,8 +269,8 @@ def new_memory_row(inp: MemoryInput, digest: str) -> Memory:
     created_at = inp.created_at or timezone.now()
     memory = Memory(
         org=inp.org, user_id=inp.user_id, scope=inp.scope, conversation_id=inp.conversation_id, kind=inp.kind,
-        assertion=inp.assertion, slot_key=inp.slot_key or None, status="active", content=inp.content,
-        content_hash=digest, active_hash=None if inp.kind == "episode" else digest, importance=inp.importance,
+        assertion=inp.assertion, slot_key=inp.slot_key or None, status=MemoryStatus.ACTIVE, content=inp.content,
+        content_hash=digest, active_hash=None if inp.kind == MemoryKind.EPISODE else digest, importance=inp.importance,
         valid_from=inp.valid_from, valid_to=inp.valid_to, occurred_at=inp.occurred_at, created_at=created_at,
         created_by=inp.created_by, version=1, metadata=inp.metadata or {},
     )
@@ -287,7 +288,7 @@ def memory_restated(inp: MemoryInput) -> Memory | None:
     with transaction.atomic():
         _lock_user(inp.org, inp.user_id)
         existing = Memory.objects.filter(org=inp.org, user_id=inp.user_id, kind=inp.kind, slot_key=inp.slot_key,
-                                         status="active").order_by("-id").first()
+                                         status=MemoryStatus.ACTIVE).order_by("-id").first()
         if existing is not None:
             _touch_duplicate(existing, inp)
     return existing
@@ -308,11 +309,11 @@ def memory_update(*, memory_id: int, content: str, actor: str, created_by: str =
     digest = content_hash(content)
     with transaction.atomic():
         memory = Memory.objects.select_for_update().get(id=memory_id)  # serialise concurrent edits
-        if memory.status != "active":
+        if memory.status != MemoryStatus.ACTIVE:
             raise ValueError("only active memories can be updated")
         n = memory.versions.count() + 1
         memory.content, memory.content_hash = content, digest
-        memory.active_hash = None if memory.kind == "episode" else digest
+        memory.active_hash = None if memory.kind == MemoryKind.EPISODE else digest
         memory.version += 1
         fields = ["content", "content_hash", "active_hash", "version", "updated_at"]
         for name, value in (("importance", importance), ("valid_from", valid_from), ("valid_to", valid_to),
@@ -339,7 +340,7 @@ def memory_annotate(*, memory_id: int, actor: str, metadata: dict | None = None,
     version; the row version still moves so projections pick up the new expiry."""
     with transaction.atomic():
         memory = Memory.objects.select_for_update().get(id=memory_id)
-        if memory.status != "active":
+        if memory.status != MemoryStatus.ACTIVE:
             raise ValueError("only active memories can be updated")
         fields = ["version", "updated_at"]
         if metadata is not None:
@@ -359,7 +360,7 @@ def memory_annotate(*, memory_id: int, actor: str, metadata: dict | None = None,
 
 @retry_on_contention
 def memory_invalidate(*, memory_id: int, reason: str, actor: str, actor_kind: str = "api",
-                      status: str = "invalidated") -> Memory:
+                      status: str = MemoryStatus.INVALIDATED) -> Memory:
     with transaction.atomic():
         memory = Memory.objects.select_for_update().get(id=memory_id)
         if memory.status == status:

@@ -8,7 +8,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from memory.subjects.match import STANDING_KINDS, Decision, decide, pair_features, subject_score
+from memory.choices import STANDING_KINDS
+from memory.subjects.match import Decision, decide, pair_features, subject_score
 from memory.subjects.parts import parse
 
 __all__ = ["Existing", "judge", "masked_similarity"]
