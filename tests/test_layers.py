@@ -31,8 +31,7 @@ MEMORY_LAYERS = [
     ("memory.services", "memory.context"),
     ("memory.projections", "memory.maintenance", "memory.warmup", "memory.scheduler"),
     ("memory.tasks", "memory.receivers", "memory.apps"),
-    ("memory.api", "memory.mcp", "memory.mem0", "memory.admin", "memory.admin_detail", "memory.admin_list",
-     "memory.admin_records", "memory.admin_forget", "memory.management", "memory.evaluation"),
+    ("memory.api", "memory.mcp", "memory.mem0", "memory.management", "memory.evaluation"),
 ]
 
 

@@ -18,16 +18,14 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from memory.admin_detail import (  # noqa: F401  (version_diff and supersede_chain are imported from here by tests)
+from console.forget_admin import APPROVE_PERMISSION, operator_name
+from console.memory_detail import (
     forget_requests_for,
-    forget_requests_matching,
     memory_end,
     supersede_chain,
-    version_diff,
     versions_with_diffs,
 )
-from memory.admin_forget import APPROVE_PERMISSION, operator_name
-from memory.admin_list import (
+from console.memory_list import (
     EntityFilter,
     MemoryListColumns,
     ProjectionFilter,

@@ -10,15 +10,8 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from memory.admin_detail import (  # noqa: F401  (version_diff and supersede_chain are imported from here by tests)
-    forget_requests_for,
-    forget_requests_matching,
-    memory_end,
-    supersede_chain,
-    version_diff,
-    versions_with_diffs,
-)
-from memory.admin_list import snippet
+from console.memory_detail import forget_requests_matching
+from console.memory_list import snippet
 from memory.models import ForgetRequest
 from memory.services.forget import forget_request_decide
 from tenancy.admin import TextInputFilter
@@ -171,6 +164,3 @@ class ForgetRequestAdmin(admin.ModelAdmin):
         self.message_user(request, f"Rejected {decided} forget request(s) as {operator_name(request)}."
                           + (f" {skipped} were no longer pending." if skipped else ""), messages.SUCCESS)
 
-
-# The read-only record browsers (versions, sources, entity links, forget rules) register themselves there.
-from memory import admin_records  # noqa: E402,F401
