@@ -6,7 +6,7 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("config", "tenancy", "entities", "conversations", "memory", "console")
+PACKAGES = ("config", "tenancy", "entities", "conversations", "memory", "console", "evaluation")
 
 # Low to high, as docs/architecture.md draws them; the longest matching prefix names a module's layer.
 APP_LAYERS = [
@@ -17,6 +17,7 @@ APP_LAYERS = [
     ("memory",),
     ("config.celery", "config.vector_consumer", "config.health", "config.metrics"),
     ("console",),
+    ("evaluation",),
     ("config", "config.urls", "config.wsgi", "config.asgi"),
 ]
 # Inside memory/, low to high.
@@ -31,7 +32,7 @@ MEMORY_LAYERS = [
     ("memory.services", "memory.context"),
     ("memory.projections", "memory.maintenance", "memory.warmup", "memory.scheduler"),
     ("memory.tasks", "memory.receivers", "memory.apps"),
-    ("memory.api", "memory.mcp", "memory.mem0", "memory.management", "memory.evaluation"),
+    ("memory.api", "memory.mcp", "memory.mem0", "memory.management"),
 ]
 
 

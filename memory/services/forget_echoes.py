@@ -10,7 +10,7 @@ another conversation. They are found two ways:
   does not separate an echo from a sentence on the same topic (both near 0.55 with the default
   embedder), so the score adds how much of the forgotten text's character bigrams and codes the
   episode repeats, and an episode that carries other numbers/codes than the fact is not its echo
-  ("2号收割机…" does not echo "1号收割机…"). Calibrated on memory/evaluation/data/echo_pairs.jsonl
+  ("2号收割机…" does not echo "1号收割机…"). Calibrated on evaluation/data/echo_pairs.jsonl
   (docs/evaluation.md, "Forget echoes"); `FORGET_ECHO_MIN_SCORE` overrides.
 
 Runs before the targets are redacted (it reads their content and vectors).

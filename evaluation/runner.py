@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 from rest_framework.test import APIClient
 
-from memory.evaluation import checks
-from memory.evaluation.schema import ScenarioFormatError, validate_case
+from evaluation import checks
+from evaluation.schema import ScenarioFormatError, validate_case
 from tenancy.services import api_key_create, org_get_or_create
 
 
@@ -181,7 +181,7 @@ class CaseRunner:
 
     # ------------------------------------------------------------------ probes
     def _dense(self, org: str, user: str, query: str, k: int, at: str, conversation_id: int) -> list[dict]:
-        from memory.evaluation.dense import dense_recall
+        from evaluation.dense import dense_recall
 
         return dense_recall(org=org_get_or_create(slug=self._org_slug(org)), user_id=user, query=query, k=k,
                             at=at, conversation_id=conversation_id)
