@@ -7,9 +7,10 @@ from rest_framework.views import APIView
 
 from conversations.models import Message
 from conversations.selectors import conversation_get
-from entities.selectors import entity_ids_from_refs, entity_labels
+from entities.selectors import entity_ids_from_refs
 from memory import selectors, services
 from memory.api import serializers as s
+from memory.api.presenters import context_data, context_request, recall_body
 from memory.choices import MemoryStatus
 from memory.services.memories import MemoryInput, SourceRef
 from tenancy.api import SeqCursorPagination
@@ -26,19 +27,6 @@ def _entity_ids(request, refs: list[str], field: str = "entities") -> list[int]:
     if unknown:
         raise ValidationError({field: [f"Unknown entity: {ref}" for ref in unknown]})
     return ids
-
-
-def recall_item_data(item, labels: dict[int, str], explain: bool) -> dict:
-    memory = item.memory
-    data = {"id": memory.id, "kind": memory.kind, "assertion": memory.assertion, "content": memory.content,
-            "valid_from": memory.valid_from, "valid_to": memory.valid_to, "occurred_at": memory.occurred_at,
-            "created_at": memory.created_at, "version": memory.version, "sources": item.sources,
-            "entity_ids": [labels.get(e, str(e)) for e in item.entity_ids], "score": item.score}
-    if explain:
-        data["score_parts"] = {k: v for k, v in item.parts.items() if k != "conflicts"}
-        if "conflicts" in item.parts:
-            data["conflicts"] = item.parts["conflicts"]  # open possible conflicts this item is part of
-    return data
 
 
 class MemoryListCreateApi(APIView):
@@ -155,36 +143,7 @@ class RecallApi(APIView):
             org=org, user_id=user_id, query=v["query"], k=v["k"], kinds=v.get("kinds"),
             entity_ids=_entity_ids(request, v["entities"]), at=v.get("at"), conversation_id=conversation_id,
             include_episodes=v["include_episodes"], explain=v["explain"]))
-        labels = entity_labels(entity_ids={e for item in result.items for e in item.entity_ids})
-        body = {"items": [recall_item_data(item, labels, v["explain"]) for item in result.items],
-                "degraded": result.degraded, "degraded_reason": result.degraded_reason}
-        if v["explain"]:
-            body["stages"] = result.stages
-            body["timings_ms"] = {k: round(t, 3) for k, t in result.timings_ms.items()}
-        return Response(body)
-
-
-def context_request(*, org, user_id: str, conversation, v: dict):
-    """The assembly request from a validated ContextInputSerializer (REST and MCP alike)."""
-    from memory.context import ContextRequest
-    from memory.context_evidence import Evidence
-
-    return ContextRequest(
-        org=org, user_id=user_id, conversation=conversation, message=v["message"], budget=v.get("budget"),
-        system=v["system"], tools=v["tools"], at=v.get("at"), k=v.get("k"), recent_only=v["recent_only"],
-        section_budgets=v["section_budgets"],
-        evidence=[Evidence(id=e["id"], text=e["text"], source=e["source"], score=e.get("score")) for e in v["evidence"]])
-
-
-def context_data(result) -> dict:
-    """The context response body (REST and MCP alike)."""
-    return {
-        "budget": result.budget, "total_tokens": result.total_tokens, "recall_degraded": result.recall_degraded,
-        "message_truncated": result.message_truncated,
-        "sections": [{"name": sec.name, "tokens": sec.tokens, "text": sec.text, "included": sec.included,
-                      "dropped": sec.dropped, "truncated": sec.truncated} for sec in result.sections],
-        "messages": result.messages,
-    }
+        return Response(recall_body(result, explain=v["explain"]))
 
 
 class ContextApi(APIView):
