@@ -18,7 +18,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from console.forget_admin import APPROVE_PERMISSION, operator_name
+from console.forget_admin import APPROVE_PERMISSION, forget_request_submit, operator_name
 from console.memory_detail import (
     forget_requests_for,
     memory_end,
@@ -34,7 +34,7 @@ from console.memory_list import (
 )
 from memory.choices import MemoryStatus
 from memory.models import EntityLink, Memory
-from memory.services.forget import forget_request_create, forget_request_decide
+from memory.services.forget import forget_request_create
 from memory.services.memories import memory_invalidate, memory_update
 from tenancy.models import AuditEvent
 
@@ -222,17 +222,9 @@ class MemoryAdmin(MemoryListColumns, admin.ModelAdmin):
         if request.method == "POST" and "approve_now" in request.POST and not may_approve:
             raise PermissionDenied  # before anything is written: a viewer may only ask
         if request.method == "POST" and form.is_valid():
-            operator = operator_name(request)
-            forget_request = forget_request_create(
-                org=memory.org, subject_user=memory.user_id, requested_by=operator, target="memory",
-                memory_ids=[memory.id], include_messages=form.cleaned_data["include_messages"], via="console")
-            if "approve_now" in request.POST:
-                # The operator who asks is also the one who decides; execution is queued on commit.
-                forget_request_decide(request=forget_request, approve=True, operator=operator)
-                messages.success(request, f"Forget request {forget_request.id} approved; memory {memory.id} is being forgotten.")
-            else:
-                messages.success(request, f"Forget request {forget_request.id} created and waits for approval.")
-            return HttpResponseRedirect(reverse("admin:memory_forgetrequest_change", args=[forget_request.id]))
+            return forget_request_submit(request, approved_note=f"memory {memory.id} is being forgotten.",
+                                         org=memory.org, subject_user=memory.user_id, target="memory",
+                                         memory_ids=[memory.id], include_messages=form.cleaned_data["include_messages"])
         from memory.services.forget_echoes import forget_echoes
 
         echoes = forget_echoes(org_id=memory.org_id, user_id=memory.user_id, memory_ids=[memory.id])

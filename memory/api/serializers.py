@@ -9,6 +9,15 @@ KINDS = EXTRACTED_KINDS
 ASSERTIONS = MemoryAssertion.values
 
 
+def memory_text(value: str) -> str:
+    """A memory's text as a client writes it (REST and Mem0 alike): not blank, at most MAX_MEMORY_CHARS."""
+    if not value.strip():
+        raise serializers.ValidationError("Must not be blank.")
+    if len(value) > settings.MAX_MEMORY_CHARS:
+        raise serializers.ValidationError(f"At most {settings.MAX_MEMORY_CHARS} characters.")
+    return value
+
+
 class SourceInputSerializer(StrictSerializer):
     message_id = serializers.IntegerField(required=False, min_value=1, max_value=MAX_DB_INT)
     ref = serializers.CharField(max_length=200, required=False)
@@ -34,11 +43,7 @@ class MemoryCreateInputSerializer(StrictSerializer):
     sources = SourceInputSerializer(many=True, required=False, default=list)
 
     def validate_content(self, value: str) -> str:
-        if not value.strip():
-            raise serializers.ValidationError("Must not be blank.")
-        if len(value) > settings.MAX_MEMORY_CHARS:
-            raise serializers.ValidationError(f"At most {settings.MAX_MEMORY_CHARS} characters.")
-        return value
+        return memory_text(value)
 
     def validate(self, attrs):
         if attrs.get("valid_from") and attrs.get("valid_to") and attrs["valid_to"] <= attrs["valid_from"]:
@@ -53,11 +58,7 @@ class MemoryUpdateInputSerializer(StrictSerializer):
     valid_to = BoundedDateTimeField(required=False, allow_null=True)
 
     def validate_content(self, value: str) -> str:
-        if not value.strip():
-            raise serializers.ValidationError("Must not be blank.")
-        if len(value) > settings.MAX_MEMORY_CHARS:
-            raise serializers.ValidationError(f"At most {settings.MAX_MEMORY_CHARS} characters.")
-        return value
+        return memory_text(value)
 
 
 class MemoryInvalidateInputSerializer(StrictSerializer):

@@ -67,6 +67,16 @@ def strip_end(text: str) -> str:
     return text.strip().rstrip("。！!？?；;，,.、：: ").strip()
 
 
+def strip_leading(pattern: re.Pattern, text: str) -> str:
+    """Remove `pattern` (anchored at the start) again and again until nothing changes: stacked
+    leads such as "no, actually, ..." go one by one."""
+    while True:
+        stripped = pattern.sub("", text, count=1)
+        if stripped == text:
+            return text
+        text = stripped
+
+
 def pos_cut(text: str) -> list[tuple[str, str]]:
     """jieba part-of-speech tokens; jieba is imported and initialised once, on first use."""
     global _jieba_ready
