@@ -222,28 +222,7 @@ class CaseRunner:
                                        {"text": step["query"], "conversation_id": conversation_id}, "resolve")
             except Unsupported:
                 failures.append("unsupported: entity resolution")
-        per_expectation = []
-        if "contains" in expect:
-            per_expectation += [checks.check_contains([s], items) for s in expect["contains"]]
-        if "sources" in expect:
-            per_expectation += [checks.check_sources([r], items) for r in expect["sources"]]
-        if "labels" in expect:
-            per_expectation += [checks.check_labels([lab], items, self.labels) for lab in expect["labels"]]
-        if "items" in expect:
-            per_expectation += [checks.check_items([spec], items) for spec in expect["items"]]
-        if "top" in expect:
-            top = [expect["top"]] if isinstance(expect["top"], str) else expect["top"]
-            per_expectation += [checks.check_top(s, items) for s in top]
-        if "standing" in expect:
-            per_expectation += [checks.check_standing([s], items) for s in expect["standing"]]
-        if "unique" in expect:
-            per_expectation += [checks.check_unique([s], items) for s in expect["unique"]]
-        if "context" in expect:
-            per_expectation += [checks.check_context([s], context) for s in expect["context"]]
-        if expect.get("within_budget"):
-            per_expectation.append(checks.check_within_budget(step.get("budget"), context))
-        if expect.get("tool_pairs_intact"):
-            per_expectation.append(checks.check_tool_pairs(context))
+        per_expectation = checks.expectation_failures(expect, items, context, self.labels, budget=step.get("budget"))
         if "entity" in expect:
             entity_failures = checks.check_entity(expect["entity"], resolution)
             result.entity_ok = not entity_failures and resolution is not None

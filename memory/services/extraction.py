@@ -39,6 +39,38 @@ def _episode_exists(message: Message) -> Memory | None:
         status__in=[MemoryStatus.FORGOTTEN]).first()
 
 
+def _episode_input(message: Message, *, entity_ids: list[int], source: SourceRef, metadata: dict) -> MemoryInput:
+    """The message itself as an episode: a dated quote with its source ref."""
+    return MemoryInput(
+        org=message.org, user_id=message.user_id, kind=MemoryKind.EPISODE,
+        assertion=MemoryAssertion.USER_STATED if message.role == "user" else MemoryAssertion.MODEL_SUGGESTION,
+        content=message.content, scope=MemoryScope.USER, conversation_id=message.conversation_id, importance=0.3,
+        occurred_at=message.occurred_at, created_at=message.occurred_at, entity_ids=entity_ids, sources=[source],
+        created_by="extractor", actor=f"extractor:{message.role}", metadata=metadata,
+    )
+
+
+def _candidate_input(message: Message, candidate, *, entity_ids: list[int], source: SourceRef, metadata: dict,
+                     produced_by: str, short_to_id: dict) -> MemoryInput:
+    """What memory_write gets for one extracted candidate; a task-scoped one without an end lives
+    TASK_MEMORY_TTL_HOURS from its message."""
+    task_scope = candidate.scope == MemoryScope.TASK
+    valid_to = candidate.valid_to
+    if task_scope and valid_to is None:
+        valid_to = message.occurred_at + timedelta(hours=settings.TASK_MEMORY_TTL_HOURS)
+    return MemoryInput(
+        org=message.org, user_id=message.user_id, kind=candidate.kind, content=candidate.content,
+        assertion=candidate.assertion, slot_key=candidate.slot_key, scope=MemoryScope.TASK if task_scope else MemoryScope.USER,
+        conversation_id=message.conversation_id, importance=candidate.importance,
+        valid_from=candidate.valid_from, valid_to=valid_to,
+        occurred_at=candidate.occurred_at or (message.occurred_at if candidate.kind == MemoryKind.EVENT else None),
+        created_at=message.occurred_at, entity_ids=entity_ids, sources=[source], created_by="extractor",
+        actor=produced_by, change=candidate.change,
+        supersedes=[short_to_id[s] for s in candidate.supersedes if s in short_to_id], metadata=metadata,
+        subject=candidate.subject,
+    )
+
+
 def message_extract(message: Message, *, reextract: bool = False, episode_vector=None, batch=None) -> dict:
     """Extract one message. Returns counts by outcome (for logs and maintenance reports).
 
@@ -68,16 +100,9 @@ def message_extract(message: Message, *, reextract: bool = False, episode_vector
         return counts
     entity_ids = list(EntityMention.objects.filter(message=message).values_list("entity_id", flat=True))
     source = SourceRef(message_id=message.id, conversation_id=message.conversation_id, external_ref=message.external_ref)
-    org = message.org
     metadata = _client_metadata(message)
     if (batch.episode_missing(message) if batch is not None else _episode_exists(message) is None):
-        episode = MemoryInput(
-            org=org, user_id=message.user_id, kind=MemoryKind.EPISODE,
-            assertion=MemoryAssertion.USER_STATED if message.role == "user" else MemoryAssertion.MODEL_SUGGESTION,
-            content=message.content, scope=MemoryScope.USER, conversation_id=message.conversation_id, importance=0.3,
-            occurred_at=message.occurred_at, created_at=message.occurred_at, entity_ids=entity_ids, sources=[source],
-            created_by="extractor", actor=f"extractor:{message.role}", metadata=metadata,
-        )
+        episode = _episode_input(message, entity_ids=entity_ids, source=source, metadata=metadata)
         if batch is not None:
             # No later decision reads episodes (dedup, supersede and the extractor's existing
             # memories all exclude them), so writing them after the batch's candidates changes nothing.
@@ -86,21 +111,8 @@ def message_extract(message: Message, *, reextract: bool = False, episode_vector
             outcome = memory_write(episode, vector=episode_vector)
             counts[f"episode_{outcome.action}"] = 1
     for candidate in result.candidates:
-        task_scope = candidate.scope == MemoryScope.TASK
-        valid_to = candidate.valid_to
-        if task_scope and valid_to is None:
-            valid_to = message.occurred_at + timedelta(hours=settings.TASK_MEMORY_TTL_HOURS)
-        inp = MemoryInput(
-            org=org, user_id=message.user_id, kind=candidate.kind, content=candidate.content,
-            assertion=candidate.assertion, slot_key=candidate.slot_key, scope=MemoryScope.TASK if task_scope else MemoryScope.USER,
-            conversation_id=message.conversation_id, importance=candidate.importance,
-            valid_from=candidate.valid_from, valid_to=valid_to,
-            occurred_at=candidate.occurred_at or (message.occurred_at if candidate.kind == MemoryKind.EVENT else None),
-            created_at=message.occurred_at, entity_ids=entity_ids, sources=[source], created_by="extractor",
-            actor=result.produced_by, change=candidate.change,
-            supersedes=[short_to_id[s] for s in candidate.supersedes if s in short_to_id], metadata=metadata,
-            subject=candidate.subject,
-        )
+        inp = _candidate_input(message, candidate, entity_ids=entity_ids, source=source, metadata=metadata,
+                               produced_by=result.produced_by, short_to_id=short_to_id)
         if candidate.operation == "NOOP":
             action = "restated" if memory_restated(inp) is not None else "noop"
         else:

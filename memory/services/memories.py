@@ -184,6 +184,34 @@ def _supersede_targets(inp: MemoryInput, similar: list[tuple[Memory, float]], su
     return list(targets.values())
 
 
+def audit_restated(inp: MemoryInput, memory: Memory, after_rule: tuple) -> None:
+    # Said again after it was forgotten: stored, and the rule it would have matched is on record.
+    audit_record(org=inp.org, actor=inp.actor or inp.created_by, actor_kind="system",
+                 action="memory.restated_after_forget", target_type="memory", target_id=str(memory.id),
+                 detail={"forget_rule": after_rule[0], "forget_request": after_rule[2], "kind": memory.kind})
+    logger.info("memory restated after forget id=%s rule=%s", memory.id, after_rule[0])
+
+
+def _supersede(memory: Memory, targets: list[Memory]) -> list[int]:
+    """Mark the targets superseded by the new memory (inside memory_write's transaction); their ids."""
+    superseded = []
+    for old in targets:
+        Memory.objects.filter(id=old.id).update(status=MemoryStatus.SUPERSEDED, superseded_by=memory, active_hash=None,
+                                                version=F("version") + 1, updated_at=timezone.now())
+        superseded.append(old.id)
+    return superseded
+
+
+def _sync_and_audit(inp: MemoryInput, memory: Memory, superseded: list[int]) -> None:
+    """Project the new memory and the ones it superseded after COMMIT, and audit each supersede."""
+    versions = dict(Memory.objects.filter(id__in=superseded).values_list("id", "version"))
+    sync_after_commit([(memory.id, memory.version)] + list(versions.items()), inp.org.id, inp.user_id)
+    for old_id in superseded:
+        audit_record(org=inp.org, actor=inp.actor or inp.created_by, actor_kind="system" if inp.created_by == "extractor" else "api",
+                     action="memory.supersede", target_type="memory", target_id=str(old_id),
+                     detail={"superseded_by": memory.id})
+
+
 @retry_on_contention
 def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | None = None) -> WriteOutcome:
     """The write path for one candidate (extracted or explicit). `vector`: the content's embedding
@@ -232,23 +260,10 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
             return WriteOutcome("duplicate", existing, similarity=1.0)
         _store_embedding(memory, vector, embedder.model_id, new=True)
         if after_rule is not None:
-            # Said again after it was forgotten: stored, and the rule it would have matched is on record.
-            audit_record(org=inp.org, actor=inp.actor or inp.created_by, actor_kind="system",
-                         action="memory.restated_after_forget", target_type="memory", target_id=str(memory.id),
-                         detail={"forget_rule": after_rule[0], "forget_request": after_rule[2], "kind": memory.kind})
-            logger.info("memory restated after forget id=%s rule=%s", memory.id, after_rule[0])
-        superseded = []
-        for old in targets:
-            Memory.objects.filter(id=old.id).update(status=MemoryStatus.SUPERSEDED, superseded_by=memory, active_hash=None,
-                                                    version=F("version") + 1, updated_at=timezone.now())
-            superseded.append(old.id)
+            audit_restated(inp, memory, after_rule)
+        superseded = _supersede(memory, targets)
         conflicts = conflicts_record(memory, similar, decisions, set(superseded))
-        versions = dict(Memory.objects.filter(id__in=superseded).values_list("id", "version"))
-        sync_after_commit([(memory.id, memory.version)] + list(versions.items()), inp.org.id, inp.user_id)
-        for old_id in superseded:
-            audit_record(org=inp.org, actor=inp.actor or inp.created_by, actor_kind="system" if inp.created_by == "extractor" else "api",
-                         action="memory.supersede", target_type="memory", target_id=str(old_id),
-                         detail={"superseded_by": memory.id})
+        _sync_and_audit(inp, memory, superseded)
     logger.info("memory written id=%s v=%s reason=%s superseded=%s conflicts=%s", memory.id, memory.version, reason,
                 superseded, conflicts)
     return WriteOutcome("superseded" if superseded else "added", memory, superseded=superseded, conflicts=conflicts)
