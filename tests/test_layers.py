@@ -22,7 +22,7 @@ APP_LAYERS = [
 ]
 # Inside memory/, low to high.
 MEMORY_LAYERS = [
-    ("memory", "memory.models", "memory.choices", "memory.textnorm", "memory.thresholds", "memory.context_budget",
+    ("memory", "memory.models", "memory.choices", "memory.thresholds", "memory.context_budget",
      "memory.context_evidence", "memory.query_shape", "memory.keyword_zh", "memory.onnx_encoder",
      "memory.maintenance_runs", "memory.beat", "memory.prompts"),
     ("memory.embeddings", "memory.vector_index", "memory.vectors", "memory.cache"),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, time, timedelta
 
+from conversations.textutil import clean, split_message_sentences, split_speaker
 from memory.extraction.base import Candidate, ExtractionInput, ExtractionResult, Extractor
 from memory.extraction.candidates import (
     MAX_SENTENCE_CHARS,
@@ -28,7 +29,7 @@ from memory.extraction.lexicon import Lexicon
 from memory.extraction.rules_en import EN
 from memory.extraction.rules_zh import ZH
 from memory.extraction.standing import onset, read, task_scope
-from memory.extraction.text import clean, split_sentences, split_speaker, strip_end
+from memory.extraction.text import strip_end
 from memory.extraction.timeexpr import TimeRef, find_times, rewrite_times
 
 __all__ = ["RuleExtractor"]
@@ -60,7 +61,7 @@ class RuleExtractor(Extractor):
         text = _ANNOTATION.sub("", text)
         speaker, text = split_speaker(text)
         statements: list[Statement] = []
-        for sentence in split_sentences(text):
+        for sentence in split_message_sentences(text):
             lex = lexicon_for(sentence)
             if inp.role == "assistant":
                 statements.extend(self._assistant(sentence, lex, inp.occurred_at))

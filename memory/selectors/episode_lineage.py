@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from django.db.models import Q
 
 from conversations.models import Message
-from conversations.textutil import cjk_ratio
+from conversations.textutil import cjk_ratio, pos_tag
 from memory.choices import MemoryKind, MemoryScope, MemoryStatus
 from memory.models import Memory, MemorySource
 
@@ -63,11 +63,7 @@ def is_small_talk(text: str) -> bool:
     digest = hashlib.blake2b(text.encode(), digest_size=16).digest()
     verdict = _SMALL_TALK.get(digest)
     if verdict is None:
-        import jieba
-        import jieba.posseg
-
-        jieba.setLogLevel(60)
-        verdict = not any(flag.startswith(_CONTENT_FLAGS) for word, flag in jieba.posseg.cut(text) if word.strip())
+        verdict = not any(flag.startswith(_CONTENT_FLAGS) for word, flag in pos_tag(text) if word.strip())
         if len(_SMALL_TALK) >= _SMALL_TALK_MAX:
             _SMALL_TALK.clear()
         _SMALL_TALK[digest] = verdict

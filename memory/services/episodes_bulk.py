@@ -12,6 +12,7 @@ import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 
+from conversations.textutil import content_hash
 from memory.choices import MemoryKind
 from memory.enqueue import sync_after_commit
 from memory.models import EntityLink, MemoryEmbedding, MemorySource, MemoryVersion
@@ -23,7 +24,6 @@ from memory.services.memories import (
     audit_restated,
     new_memory_row,
 )
-from memory.textnorm import content_hash
 from memory.vectors import active_embedder, to_bytes
 from tenancy.db import retry_on_contention
 

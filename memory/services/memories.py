@@ -15,13 +15,12 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from conversations.textutil import cjk_ratio
+from conversations.textutil import cjk_ratio, content_hash
 from memory.choices import MemoryAssertion, MemoryKind, MemoryScope, MemoryStatus
 from memory.enqueue import sync_after_commit
 from memory.models import EntityLink, Memory, MemoryEmbedding, MemorySource, MemoryVersion, MemoryWriteLock
 from memory.services.forget_rules import forget_rule_matches, forget_rule_verdict
 from memory.services.subject_tier import STANDING_KINDS, conflicts_record, distinct_statements, other_attribute, subject_decisions
-from memory.textnorm import content_hash
 from memory.thresholds import thresholds_for
 from memory.vectors import active_embedder, from_bytes, similarity, to_bytes
 from tenancy.db import retry_on_contention
