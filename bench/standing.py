@@ -4,7 +4,7 @@
     python -m bench.standing --split tune    # the tuning half (the only one to look at while tuning)
     python -m bench.standing --errors        # list the misclassified sentences
 
-Pure Python (no database, no embedder): see memory/evaluation/standing_set.py for the set and
+Pure Python (no database, no embedder): see evaluation/standing_set.py for the set and
 the scoring.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ def main(argv=None) -> int:
     p.add_argument("--errors", action="store_true")
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
     args = p.parse_args(argv)
-    from memory.evaluation.standing_set import LABELS, load, score
+    from evaluation.standing_set import LABELS, load, score
 
     res = score(load(args.split))
     if args.json:

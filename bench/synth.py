@@ -255,10 +255,10 @@ class BulkLoader:
         import numpy as np
         from django.db import transaction
 
+        from conversations.textutil import content_hash
         from memory.models import Memory, MemoryEmbedding, MemorySource, MemoryVersion
         from memory.projections import memory_payload
         from memory.projections.terms import terms_sync
-        from memory.textnorm import content_hash
         from memory.vector_index import VectorPoint
         from memory.vectors import to_bytes
 

@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "conversations",
     "memory",
     "console",
+    "evaluation",  # the scenario harness (memory_eval): a client of the API, no models
 ]
 
 MIDDLEWARE = [

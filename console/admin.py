@@ -1,9 +1,15 @@
 """The console's admin registrations (the site itself is console/admin_site.py): the conversation
-page with its transcript, and the conflict records behind the conflicts queue (console/conflicts.py)."""
+page with its transcript, and the conflict records behind the conflicts queue (console/conflicts.py).
+
+The memory pages register themselves when imported here (Django auto-discovers each app's `admin`
+module; the memory app has none, its operator face lives in this app): memories
+(console/memories_admin.py), forget requests (console/forget_admin.py) and the read-only record
+browsers (console/records_admin.py)."""
 from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
+from console import forget_admin, memories_admin, records_admin  # noqa: F401  (they register on import)
 from console.transcript import transcript_page
 from conversations.admin import ConversationAdmin
 from conversations.models import Conversation

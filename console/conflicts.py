@@ -17,6 +17,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from memory.choices import MemoryStatus
 from memory.models import MemoryConflict, MemorySource
 from memory.selectors import conflict_list
 from memory.services.conflicts import ConflictStateError, conflict_resolve
@@ -35,7 +36,7 @@ def _queue(org: Org | None, status: str, user_id: str):
     else:  # every org: the same rule as conflict_list (an open pair has both memories still active)
         qs = MemoryConflict.objects.filter(status=status).select_related("older", "newer")
         if status == "open":
-            qs = qs.filter(older__status="active", newer__status="active")
+            qs = qs.filter(older__status=MemoryStatus.ACTIVE, newer__status=MemoryStatus.ACTIVE)
         if user_id:
             qs = qs.filter(user_id=user_id)
     return qs.select_related("org").order_by("-created_at", "-id")

@@ -19,6 +19,7 @@ from config import health
 from console.charts import line_chart, status_strip
 from console.metrics_history import BUCKETS, metrics_sample
 from console.models import MetricSample
+from memory.choices import MemoryStatus
 from memory.models import MemoryConflict
 from memory.selectors import backlog_counts as backlog
 
@@ -123,8 +124,8 @@ def _current() -> dict:
         b = backlog()
         figures = {"projection_lag": b["lagging"], "extraction_backlog": b["unextracted"],
                    "forget_pending": b["forget_pending"],
-                   "conflicts_open": MemoryConflict.objects.filter(status="open", older__status="active",
-                                                                   newer__status="active").count()}
+                   "conflicts_open": MemoryConflict.objects.filter(status="open", older__status=MemoryStatus.ACTIVE,
+                                                                   newer__status=MemoryStatus.ACTIVE).count()}
     return {"checks": checks, "figures": figures}
 
 

@@ -8,10 +8,11 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from conversations.models import Conversation, Message
+from memory.choices import MemoryStatus
 from memory.models import Memory
 from tenancy.models import Org
 
-STATUSES = [s for s, _ in Memory.STATUS_CHOICES]
+STATUSES = MemoryStatus.values
 
 
 def org_counts(*, orgs: list[Org]) -> list[dict]:

@@ -19,12 +19,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from config import health
+from console.forget_admin import APPROVE_PERMISSION, forget_request_submit
 from console.forms import ApiKeyCreateForm, ForgetUserForm, LatencyProbeForm, PurgeOrgForm, RecallExplainForm
 from console.selectors import STATUSES, bar_chart, memory_growth, org_counts
 from conversations.models import Conversation, Message
 from memory.models import ForgetRequest, Memory
 from memory.selectors import RecallQuery, recall
-from memory.services.forget import forget_request_create, forget_request_decide, org_purge
+from memory.services.forget import org_purge
 from tenancy.models import ApiKey, Org
 from tenancy.services import api_key_create, api_key_revoke, audit_record
 
@@ -220,19 +221,12 @@ def forget_user(request):
                        intro="Step 1: choose the user. You will see what would be forgotten before anything happens.",
                        buttons=[("preview", "Preview", "default")])
     org, user_id = form.cleaned_data["org"], form.cleaned_data["user_id"]
-    may_approve = request.user.has_perm("memory.approve_forgetrequest")
+    may_approve = request.user.has_perm(APPROVE_PERMISSION)
     if "approve_now" in request.POST and not may_approve:
         raise PermissionDenied
     if "approve_now" in request.POST or "pending" in request.POST:
-        operator = _operator(request)
-        forget_request = forget_request_create(org=org, subject_user=user_id, requested_by=operator, target="user",
-                                               include_messages=True, via="console")
-        if "approve_now" in request.POST:
-            forget_request_decide(request=forget_request, approve=True, operator=operator)
-            messages.success(request, f"Forget request {forget_request.id} approved; everything about the user is being forgotten.")
-        else:
-            messages.success(request, f"Forget request {forget_request.id} created and waits for approval.")
-        return HttpResponseRedirect(reverse("admin:memory_forgetrequest_change", args=[forget_request.id]))
+        return forget_request_submit(request, approved_note="everything about the user is being forgotten.",
+                                     org=org, subject_user=user_id, target="user", include_messages=True)
     by_status = dict(Memory.objects.filter(org=org, user_id=user_id).order_by().values("status")
                      .annotate(n=Count("id")).values_list("status", "n"))
     conversations = Conversation.objects.filter(org=org, owner_user=user_id)

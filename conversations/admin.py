@@ -4,21 +4,10 @@ from django.contrib import admin
 from django.utils.text import Truncator
 
 from conversations.models import Conversation, ConversationAccess, EntityMention, HistorySummary, Message, TaskState
-from tenancy.admin import TextInputFilter
+from tenancy.admin import ReadOnlyAdminMixin, TextInputFilter
 
 
-class ReadOnlyMixin:
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
-class ConversationAccessInline(ReadOnlyMixin, admin.TabularInline):
+class ConversationAccessInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = ConversationAccess
     extra = 0
     # Django would pluralise "conversation access" to "conversation accesss".
@@ -62,7 +51,7 @@ class EntityFilter(TextInputFilter):
 
 
 @admin.register(Conversation)
-class ConversationAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class ConversationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["id", "org", "owner_user", "external_id", "title", "message_count", "created_at"]
     list_filter = ["org", OwnerFilter]
     list_select_related = ["org"]
@@ -72,7 +61,7 @@ class ConversationAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(Message)
-class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class MessageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["id", "conversation", "seq", "role", "user_id", "text", "occurred_at", "external_ref", "redacted"]
     list_filter = ["role", "redacted", "do_not_remember", ExtractionFilter, ConversationFilter]
     search_fields = ["external_ref", "user_id"]
@@ -89,20 +78,20 @@ class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(HistorySummary)
-class HistorySummaryAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class HistorySummaryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["id", "conversation", "covers_until_seq", "token_count", "produced_by", "created_at"]
     list_per_page = 50
 
 
 @admin.register(TaskState)
-class TaskStateAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class TaskStateAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["conversation", "key", "kind", "state", "version", "updated_at"]
     list_filter = ["kind", ConversationFilter]
     list_per_page = 50
 
 
 @admin.register(EntityMention)
-class EntityMentionAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class EntityMentionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["at", "entity", "message", "conversation", "user_id", "surface"]
     list_filter = [EntityFilter, ConversationFilter]
     list_select_related = ["entity", "message", "conversation"]

@@ -1,13 +1,21 @@
-"""Language-aware text helpers shared by the window and the summariser (zh + en).
+"""The text vocabulary (zh + en) of the window, the summariser and memory's write and read paths:
+tokenising, sentence splitting, normalising, language detection and the one jieba loader.
 
 Chinese runs are segmented with jieba; Latin runs become lowercase words, and
 compound identifiers such as ``A-1001`` or ``2026-03-10`` are kept whole (plus
 their parts) because identifiers are exactly what the user asks about later.
+
+Where two helpers answer a similar question by different rules they are kept apart on purpose and
+named for their use (docs/decisions.md, "One text module"): `split_sentences` (window and summary
+pieces) and `split_message_sentences` (extraction's statements, with abbreviations); `cjk_ratio` (a
+share, compared with thresholds) and `detect_lang` (which rule set reads a statement);
+`normalize_for_compare`, `normalize_content` (dedup hashes) and `clean` (stored content).
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 import re
 import threading
@@ -15,12 +23,19 @@ import unicodedata
 
 __all__ = [
     "cjk_ratio",
+    "clean",
+    "content_hash",
+    "detect_lang",
     "ensure_jieba",
     "jaccard",
+    "normalize_content",
     "normalize_for_compare",
     "overlap",
+    "pos_cut",
     "pos_tag",
+    "split_message_sentences",
     "split_sentences",
+    "split_speaker",
     "term_set",
     "tokenize",
 ]
@@ -151,3 +166,77 @@ def split_sentences(text: str) -> list[str]:
         start = match.end()
     sentences.append(text[start:])
     return [s.strip() for s in sentences if normalize_for_compare(s)]
+
+
+def pos_cut(text: str) -> list[tuple[str, str]]:
+    """pos_tag as a list (the extraction rules' form)."""
+    return list(pos_tag(text))
+
+
+# ---------------------------------------------------------------------------- statements (write path)
+_CJK_CHAR = re.compile(f"[{_CJK}]")
+_LATIN_WORD = re.compile(r"[A-Za-z]+")
+_ZH_SPLIT = re.compile(r"(?<=[。！？!?；;\n])")
+# A period ends an English sentence only before whitespace or the end: "MySQL 8.0" stays whole.
+_EN_SPLIT = re.compile(r"(?<=[.!?;])\s+|\n+")
+_SPACES = re.compile(r"[ \t\u3000]+")
+# "No. 1", "e.g. this", "Mr. Li": a period after these does not end the sentence.
+_EN_ABBREV = re.compile(r"(?:\b(?:no|nos|mr|mrs|ms|dr|st|vs|etc|e\.g|i\.e|approx|dept|inc|ltd|co|jr|sr)|\b[A-Z])\.$", re.I)
+
+# Transcripts prefix each line with its speaker ("Caroline: ..."): a Latin name of up to three
+# words and a colon. Words that open an ordinary sentence the same way ("Note: ...") are not names.
+_SPEAKER = re.compile(r"^(?P<name>[A-Z][A-Za-z'.-]*(?: [A-Z][A-Za-z'.-]*){0,2}):\s+(?=\S)")
+_NOT_SPEAKERS = {"note", "correction", "actually", "remember", "update", "fyi", "ps", "p.s", "reminder", "important",
+                 "warning", "question", "answer", "summary", "re", "subject", "todo", "btw", "also", "edit", "info",
+                 "context", "background", "request", "task", "plan", "status", "result", "error", "hint", "tip"}
+
+
+def detect_lang(text: str) -> str:
+    """'zh' when Chinese characters are at least as many as Latin words: a Chinese sentence that
+    names "MySQL" stays Chinese, an English one that names "佳木斯" stays English."""
+    cjk = len(_CJK_CHAR.findall(text))
+    return "zh" if cjk and cjk >= len(_LATIN_WORD.findall(text)) else "en"
+
+
+def clean(text: str) -> str:
+    """Fold full-width letters and digits ("ＭｙＳＱＬ８") but keep Chinese punctuation as written,
+    so stored content reads like the user's own words."""
+    folded = "".join(unicodedata.normalize("NFKC", ch) if ch.isalnum() else ch for ch in text)
+    return _SPACES.sub(" ", folded).strip()
+
+
+def split_message_sentences(text: str) -> list[str]:
+    """Sentences of a message in either language (or both: "OK. 我们农场在佳木斯。"), as extraction
+    reads them: "No. 1" and "e.g. this" do not end a sentence."""
+    parts: list[str] = []
+    for zh_piece in _ZH_SPLIT.split(text):
+        for piece in _EN_SPLIT.split(zh_piece):
+            if parts and _EN_ABBREV.search(parts[-1]):
+                parts[-1] = f"{parts[-1]} {piece}"
+            else:
+                parts.append(piece)
+    return [p.strip() for p in parts if p and p.strip()]
+
+
+def split_speaker(text: str) -> tuple[str | None, str]:
+    """("Caroline", "I moved to Boston") for "Caroline: I moved to Boston"; (None, text) without a label."""
+    match = _SPEAKER.match(text)
+    if not match or match.group("name").lower() in _NOT_SPEAKERS:
+        return None, text
+    return match.group("name"), text[match.end():]
+
+
+# ---------------------------------------------------------------------------- content identity
+_WHITESPACE = re.compile(r"\s+")
+_TRAILING_PUNCT = re.compile(r"[。．.！!？?；;，,、\s]+$")
+
+
+def normalize_content(text: str) -> str:
+    """NFKC, case-folded, whitespace removed, trailing punctuation dropped: the form that decides
+    whether two contents are 'the same' (exact dedup, forget fingerprints)."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return _TRAILING_PUNCT.sub("", _WHITESPACE.sub("", folded))
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(normalize_content(text).encode()).hexdigest()

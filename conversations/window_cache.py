@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections import OrderedDict
 from datetime import datetime
 
+from cachetools import LRUCache
 from django.conf import settings
 from django.core.cache import cache
 from django.utils.dateparse import parse_datetime
@@ -90,9 +90,9 @@ def _fill(key: str, items: list[str]) -> None:
 # This process's parsed lists, by the same key: messages 1..n of a window version never change, so
 # a parsed list whose length is the row's message_count is exact, and a shorter one needs only the
 # newer items. Parsing 300 JSON items per context call cost more than reading them.
-_parsed: OrderedDict[str, list[tuple[WindowMessage, bool]]] = OrderedDict()
-_parsed_lock = threading.Lock()
 _PARSED_MAX = 256
+_parsed: LRUCache[str, list[tuple[WindowMessage, bool]]] = LRUCache(maxsize=_PARSED_MAX)
+_parsed_lock = threading.Lock()  # cachetools caches are not thread-safe
 
 
 def clear_local() -> None:
@@ -110,10 +110,7 @@ def _parse(raw: list[str], first_seq: int) -> list[tuple[WindowMessage, bool]] |
 
 def _remember(key: str, parsed: list[tuple[WindowMessage, bool]]) -> None:
     with _parsed_lock:
-        _parsed[key] = parsed
-        _parsed.move_to_end(key)
-        while len(_parsed) > _PARSED_MAX:
-            _parsed.popitem(last=False)
+        _parsed[key] = parsed  # the least recently used list goes once the cache is full
 
 
 def _cached(key: str, count: int) -> list[tuple[WindowMessage, bool]] | None:

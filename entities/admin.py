@@ -16,7 +16,7 @@ class EntityAccessInline(ReadOnlyAdminMixin, admin.TabularInline):
 
 
 @admin.register(Entity)
-class EntityAdmin(admin.ModelAdmin):
+class EntityAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["type", "external_id", "name", "aliases", "org", "active", "restricted", "updated_at"]
     list_filter = ["type", "active", "restricted", "org"]
     list_select_related = ["org"]
@@ -26,15 +26,6 @@ class EntityAdmin(admin.ModelAdmin):
     fields = ["org", "type", "external_id", "name", "aliases", "attributes", "active", "restricted", "created_at",
               "updated_at"]
     readonly_fields = fields
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         entity = self.get_object(request, object_id)

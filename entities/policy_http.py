@@ -17,11 +17,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import httpx
+from cachetools import LRUCache
 
 __all__ = ["HttpCallbackPolicy"]
 
@@ -46,13 +46,12 @@ class HttpCallbackPolicy:
         self.url = url
         self.cache_ttl = cache_ttl
         self._max_batch = max(1, max_batch)
-        self._max_entries = max_cache_entries
         self._clock = clock
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         # One pooled client: the callback sits on the recall path, reconnecting per call costs more
         # than the lookup itself. Redirects are not followed: a 3xx is a failure, so we deny.
         self._client = httpx.Client(timeout=timeout, headers=headers, transport=transport)
-        self._cache: OrderedDict[_CacheKey, tuple[bool, float]] = OrderedDict()
+        self._cache: LRUCache[_CacheKey, tuple[bool, float]] = LRUCache(maxsize=max(0, max_cache_entries))
         self._lock = threading.Lock()
 
     def allowed_ids(
@@ -163,12 +162,10 @@ class HttpCallbackPolicy:
             return ok
 
     def _cache_put(self, key: _CacheKey, ok: bool, expires: float) -> None:
-        # Caller holds the lock. Oldest entries go first once the cache is full; they are also the
-        # ones closest to expiry.
-        self._cache[key] = (ok, expires)
-        self._cache.move_to_end(key)
-        while len(self._cache) > self._max_entries:
-            self._cache.popitem(last=False)
+        # Caller holds the lock. The least recently used entries go first once the cache is full; they are
+        # mostly the ones closest to expiry.
+        if self._cache.maxsize:  # a cache of size 0 keeps nothing (cachetools would refuse the item)
+            self._cache[key] = (ok, expires)
 
 
 def _parse_allowed(payload: Any) -> set[tuple[str, str]] | None:

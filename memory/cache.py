@@ -18,6 +18,8 @@ import time
 from django.conf import settings
 from django.core.cache import cache
 
+from memory.choices import MemoryKind, MemoryStatus
+
 logger = logging.getLogger(__name__)
 
 
@@ -99,7 +101,7 @@ class MemoryCache:
     def set(self, memory) -> None:
         """Update one field of an existing hash. A missing hash stays missing: it is filled whole
         on the next read (fill), so a partial hash is never mistaken for the full set."""
-        if memory.kind == "episode":
+        if memory.kind == MemoryKind.EPISODE:
             return  # the hash holds standing memories; episodes are every message, recall finds them
         payload = json.dumps(memory_cache_payload(memory), ensure_ascii=False)
         key = _active_key(memory.org_id, memory.user_id)
@@ -191,7 +193,7 @@ def standing_memories(org_id: int, user_id: str) -> dict[int, dict]:
     cached = memory_cache.get_all(org_id, user_id)
     if cached is not None:
         return cached
-    rows = list(Memory.objects.filter(org_id=org_id, user_id=user_id, status="active").exclude(kind="episode")
+    rows = list(Memory.objects.filter(org_id=org_id, user_id=user_id, status=MemoryStatus.ACTIVE).exclude(kind=MemoryKind.EPISODE)
                 .order_by("-id")[: settings.CACHE_MAX_STANDING_MEMORIES])
     memory_cache.fill(org_id, user_id, rows)
     return {m.id: memory_cache_payload(m) for m in rows}

@@ -27,6 +27,7 @@ from conversations.tokens import (
 from conversations.window import WindowMessage, WindowPlan
 from conversations.window_cache import window_messages
 from memory.cache import standing_memories
+from memory.choices import EXTRACTED_KINDS, MemoryKind
 from memory.context_budget import Part, Stream, allocate
 from memory.context_evidence import (
     EVIDENCE_HEADER,
@@ -41,9 +42,9 @@ from tenancy.models import Org
 
 logger = logging.getLogger(__name__)
 
-KIND_TITLES = {"preference": "Preferences", "fact": "Facts", "event": "Events", "context": "Context",
-               "suggestion": "Assistant suggestions (not confirmed)"}
-KIND_ORDER = ["preference", "fact", "event", "context", "suggestion"]
+KIND_TITLES = {MemoryKind.PREFERENCE: "Preferences", MemoryKind.FACT: "Facts", MemoryKind.EVENT: "Events",
+               MemoryKind.CONTEXT: "Context", MemoryKind.SUGGESTION: "Assistant suggestions (not confirmed)"}
+KIND_ORDER = EXTRACTED_KINDS
 TASK_HEADER = "Task state (authoritative, structured):"
 MEMORY_HEADER = "Long-term memory about the user:"
 EPISODE_HEADER = "Relevant past messages (what was said then; may be outdated):"
@@ -136,13 +137,13 @@ def _task_lines(conversation: Conversation) -> _Lines:
 def _memory_sections(items: list[RecallItem]) -> tuple[_Lines, _Lines, _Lines]:
     """(standing preferences, other standing memories, episodes): one memories message holds the
     first two, preferences first; they differ in priority only."""
-    standing = [i for i in items if i.memory.kind != "episode"]
-    episodes = [i for i in items if i.memory.kind == "episode"]
+    standing = [i for i in items if i.memory.kind != MemoryKind.EPISODE]
+    episodes = [i for i in items if i.memory.kind == MemoryKind.EPISODE]
     preferences, others = _Lines(), _Lines()
     for kind in KIND_ORDER:
         for item in (i for i in standing if i.memory.kind == kind):
             when = _date(item.memory.occurred_at or item.memory.created_at)
-            (preferences if kind == "preference" else others).add(
+            (preferences if kind == MemoryKind.PREFERENCE else others).add(
                 item.memory.id, f"- [{KIND_TITLES[kind]}] {item.memory.content} "
                                 f"({when}; source: {_source_label(item)}; id {item.memory.id})")
     epi = _Lines()

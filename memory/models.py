@@ -2,25 +2,22 @@ from django.db import models
 
 from conversations.models import Conversation, Message
 from entities.models import Entity
+from memory.choices import MemoryAssertion, MemoryKind, MemoryScope, MemoryStatus
 from tenancy.models import Org
 
 
 class Memory(models.Model):
-    KIND_CHOICES = [(k, k) for k in ("preference", "fact", "event", "context", "suggestion", "episode")]
-    ASSERTION_CHOICES = [(a, a) for a in ("user_stated", "confirmed_event", "model_suggestion")]
-    STATUS_CHOICES = [(s, s) for s in ("active", "superseded", "invalidated", "forgotten", "expired")]
-    SCOPE_CHOICES = [(s, s) for s in ("user", "task")]
     CREATED_BY_CHOICES = [(s, s) for s in ("extractor", "api", "operator")]
 
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="memories")
     user_id = models.CharField(max_length=128)
-    scope = models.CharField(max_length=10, choices=SCOPE_CHOICES, default="user")
+    scope = models.CharField(max_length=10, choices=MemoryScope.choices, default=MemoryScope.USER)
     # Task-scoped memories and episodes belong to one conversation.
     conversation = models.ForeignKey(Conversation, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
-    kind = models.CharField(max_length=12, choices=KIND_CHOICES)
-    assertion = models.CharField(max_length=20, choices=ASSERTION_CHOICES, default="user_stated")
+    kind = models.CharField(max_length=12, choices=MemoryKind.choices)
+    assertion = models.CharField(max_length=20, choices=MemoryAssertion.choices, default=MemoryAssertion.USER_STATED)
     slot_key = models.CharField(max_length=200, null=True, blank=True)
-    status = models.CharField(max_length=12, choices=STATUS_CHOICES, default="active")
+    status = models.CharField(max_length=12, choices=MemoryStatus.choices, default=MemoryStatus.ACTIVE)
     content = models.TextField()  # the current version's content (denormalised for search and display)
     content_hash = models.CharField(max_length=64)
     # content_hash while active, NULL otherwise: a unique index on it makes two concurrent writers
@@ -62,7 +59,7 @@ class Memory(models.Model):
 
     @property
     def is_episode(self) -> bool:
-        return self.kind == "episode"
+        return self.kind == MemoryKind.EPISODE
 
 
 class MemoryVersion(models.Model):

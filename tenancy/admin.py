@@ -76,7 +76,7 @@ class OrgAdmin(admin.ModelAdmin):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
+class ApiKeyAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Read-only: keys are created and revoked through the console page (tenancy.services), never as raw rows."""
 
     list_display = ["prefix", "name", "org", "scopes", "created_at", "revoked_at", "last_used_at"]
@@ -86,15 +86,6 @@ class ApiKeyAdmin(admin.ModelAdmin):
     list_per_page = 50
     exclude = ["secret_hash"]
     actions = ["revoke_selected"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     @admin.action(description="Revoke selected API keys", permissions=["view"])
     def revoke_selected(self, request, queryset):

@@ -6,7 +6,7 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("config", "tenancy", "entities", "conversations", "memory", "console")
+PACKAGES = ("config", "tenancy", "entities", "conversations", "memory", "console", "evaluation")
 
 # Low to high, as docs/architecture.md draws them; the longest matching prefix names a module's layer.
 APP_LAYERS = [
@@ -17,11 +17,12 @@ APP_LAYERS = [
     ("memory",),
     ("config.celery", "config.vector_consumer", "config.health", "config.metrics"),
     ("console",),
+    ("evaluation",),
     ("config", "config.urls", "config.wsgi", "config.asgi"),
 ]
 # Inside memory/, low to high.
 MEMORY_LAYERS = [
-    ("memory", "memory.models", "memory.textnorm", "memory.thresholds", "memory.context_budget",
+    ("memory", "memory.models", "memory.choices", "memory.thresholds", "memory.context_budget",
      "memory.context_evidence", "memory.query_shape", "memory.keyword_zh", "memory.onnx_encoder",
      "memory.maintenance_runs", "memory.beat", "memory.prompts"),
     ("memory.embeddings", "memory.vector_index", "memory.vectors", "memory.cache"),
@@ -31,8 +32,7 @@ MEMORY_LAYERS = [
     ("memory.services", "memory.context"),
     ("memory.projections", "memory.maintenance", "memory.warmup", "memory.scheduler"),
     ("memory.tasks", "memory.receivers", "memory.apps"),
-    ("memory.api", "memory.mcp", "memory.mem0", "memory.admin", "memory.admin_detail", "memory.admin_list",
-     "memory.admin_records", "memory.admin_forget", "memory.management", "memory.evaluation"),
+    ("memory.api", "memory.mcp", "memory.mem0", "memory.management"),
 ]
 
 

@@ -1,11 +1,21 @@
 from django.conf import settings
 from rest_framework import serializers
 
+from memory.choices import EXTRACTED_KINDS, MemoryAssertion, MemoryKind, MemoryStatus
 from memory.models import Memory, MemoryVersion
 from tenancy.api import MAX_DB_INT, BoundedDateTimeField, StrictCharField, StrictSerializer
 
-KINDS = ["preference", "fact", "event", "context", "suggestion"]
-ASSERTIONS = ["user_stated", "confirmed_event", "model_suggestion"]
+KINDS = EXTRACTED_KINDS
+ASSERTIONS = MemoryAssertion.values
+
+
+def memory_text(value: str) -> str:
+    """A memory's text as a client writes it (REST and Mem0 alike): not blank, at most MAX_MEMORY_CHARS."""
+    if not value.strip():
+        raise serializers.ValidationError("Must not be blank.")
+    if len(value) > settings.MAX_MEMORY_CHARS:
+        raise serializers.ValidationError(f"At most {settings.MAX_MEMORY_CHARS} characters.")
+    return value
 
 
 class SourceInputSerializer(StrictSerializer):
@@ -21,7 +31,7 @@ class SourceInputSerializer(StrictSerializer):
 class MemoryCreateInputSerializer(StrictSerializer):
     kind = serializers.ChoiceField(choices=KINDS)
     content = StrictCharField(max_length=None)
-    assertion = serializers.ChoiceField(choices=ASSERTIONS, required=False, default="user_stated")
+    assertion = serializers.ChoiceField(choices=ASSERTIONS, required=False, default=MemoryAssertion.USER_STATED.value)
     key = serializers.CharField(max_length=200, required=False, allow_null=True, help_text="Slot key: the subject.")
     entities = serializers.ListField(child=serializers.CharField(max_length=260), required=False, default=list,
                                      help_text="Entity refs: 'type:external_id', or an external id unique in the org.")
@@ -33,11 +43,7 @@ class MemoryCreateInputSerializer(StrictSerializer):
     sources = SourceInputSerializer(many=True, required=False, default=list)
 
     def validate_content(self, value: str) -> str:
-        if not value.strip():
-            raise serializers.ValidationError("Must not be blank.")
-        if len(value) > settings.MAX_MEMORY_CHARS:
-            raise serializers.ValidationError(f"At most {settings.MAX_MEMORY_CHARS} characters.")
-        return value
+        return memory_text(value)
 
     def validate(self, attrs):
         if attrs.get("valid_from") and attrs.get("valid_to") and attrs["valid_to"] <= attrs["valid_from"]:
@@ -52,11 +58,7 @@ class MemoryUpdateInputSerializer(StrictSerializer):
     valid_to = BoundedDateTimeField(required=False, allow_null=True)
 
     def validate_content(self, value: str) -> str:
-        if not value.strip():
-            raise serializers.ValidationError("Must not be blank.")
-        if len(value) > settings.MAX_MEMORY_CHARS:
-            raise serializers.ValidationError(f"At most {settings.MAX_MEMORY_CHARS} characters.")
-        return value
+        return memory_text(value)
 
 
 class MemoryInvalidateInputSerializer(StrictSerializer):
@@ -105,7 +107,7 @@ class MemoryHistoryOutputSerializer(serializers.Serializer):
 class RecallInputSerializer(StrictSerializer):
     query = StrictCharField(max_length=4000)
     k = serializers.IntegerField(required=False, min_value=1, default=5)
-    kinds = serializers.ListField(child=serializers.ChoiceField(choices=KINDS + ["episode"]), required=False)
+    kinds = serializers.ListField(child=serializers.ChoiceField(choices=MemoryKind.values), required=False)
     entities = serializers.ListField(child=serializers.CharField(max_length=260), required=False, default=list)
     at = BoundedDateTimeField(required=False, allow_null=True, help_text="Reference time ('as of').")
     conversation_id = serializers.IntegerField(required=False, allow_null=True, max_value=MAX_DB_INT)
@@ -148,8 +150,8 @@ class RecallOutputSerializer(serializers.Serializer):
 
 
 class MemoryListParamsSerializer(StrictSerializer):
-    kind = serializers.ListField(child=serializers.ChoiceField(choices=KINDS + ["episode"]), required=False)
-    status = serializers.ListField(child=serializers.ChoiceField(choices=[s for s, _ in Memory.STATUS_CHOICES]), required=False)
+    kind = serializers.ListField(child=serializers.ChoiceField(choices=MemoryKind.values), required=False)
+    status = serializers.ListField(child=serializers.ChoiceField(choices=MemoryStatus.values), required=False)
     entity = serializers.CharField(max_length=260, required=False)
     created_after = BoundedDateTimeField(required=False)
     created_before = BoundedDateTimeField(required=False)

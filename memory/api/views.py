@@ -7,9 +7,11 @@ from rest_framework.views import APIView
 
 from conversations.models import Message
 from conversations.selectors import conversation_get
-from entities.selectors import entity_ids_from_refs, entity_labels
+from entities.selectors import entity_ids_from_refs
 from memory import selectors, services
 from memory.api import serializers as s
+from memory.api.presenters import context_data, context_request, recall_body
+from memory.choices import MemoryStatus
 from memory.services.memories import MemoryInput, SourceRef
 from tenancy.api import SeqCursorPagination
 from tenancy.idempotency import idempotent
@@ -25,19 +27,6 @@ def _entity_ids(request, refs: list[str], field: str = "entities") -> list[int]:
     if unknown:
         raise ValidationError({field: [f"Unknown entity: {ref}" for ref in unknown]})
     return ids
-
-
-def recall_item_data(item, labels: dict[int, str], explain: bool) -> dict:
-    memory = item.memory
-    data = {"id": memory.id, "kind": memory.kind, "assertion": memory.assertion, "content": memory.content,
-            "valid_from": memory.valid_from, "valid_to": memory.valid_to, "occurred_at": memory.occurred_at,
-            "created_at": memory.created_at, "version": memory.version, "sources": item.sources,
-            "entity_ids": [labels.get(e, str(e)) for e in item.entity_ids], "score": item.score}
-    if explain:
-        data["score_parts"] = {k: v for k, v in item.parts.items() if k != "conflicts"}
-        if "conflicts" in item.parts:
-            data["conflicts"] = item.parts["conflicts"]  # open possible conflicts this item is part of
-    return data
 
 
 class MemoryListCreateApi(APIView):
@@ -108,7 +97,7 @@ class MemoryDetailApi(APIView):
     def _update(self, request, memory) -> Response:
         data = s.MemoryUpdateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        if memory.status != "active":
+        if memory.status != MemoryStatus.ACTIVE:
             return Response({"detail": f"Memory is {memory.status}; only active memories can be updated.",
                              "code": "conflict"}, status=409)
         memory = services.memory_update(memory_id=memory.id, actor=_actor(request), **data.validated_data)
@@ -131,7 +120,7 @@ class MemoryInvalidateApi(APIView):
         memory = selectors.memory_get(org=request.user.org, user_id=request.user.user_id, memory_id=memory_id)
         data = s.MemoryInvalidateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        if memory.status not in ("active", "invalidated"):
+        if memory.status not in (MemoryStatus.ACTIVE, MemoryStatus.INVALIDATED):
             return Response({"detail": f"Memory is {memory.status}.", "code": "conflict"}, status=409)
         memory = services.memory_invalidate(memory_id=memory.id, reason=data.validated_data["reason"], actor=_actor(request))
         return Response(s.MemoryOutputSerializer(memory).data)
@@ -154,36 +143,7 @@ class RecallApi(APIView):
             org=org, user_id=user_id, query=v["query"], k=v["k"], kinds=v.get("kinds"),
             entity_ids=_entity_ids(request, v["entities"]), at=v.get("at"), conversation_id=conversation_id,
             include_episodes=v["include_episodes"], explain=v["explain"]))
-        labels = entity_labels(entity_ids={e for item in result.items for e in item.entity_ids})
-        body = {"items": [recall_item_data(item, labels, v["explain"]) for item in result.items],
-                "degraded": result.degraded, "degraded_reason": result.degraded_reason}
-        if v["explain"]:
-            body["stages"] = result.stages
-            body["timings_ms"] = {k: round(t, 3) for k, t in result.timings_ms.items()}
-        return Response(body)
-
-
-def context_request(*, org, user_id: str, conversation, v: dict):
-    """The assembly request from a validated ContextInputSerializer (REST and MCP alike)."""
-    from memory.context import ContextRequest
-    from memory.context_evidence import Evidence
-
-    return ContextRequest(
-        org=org, user_id=user_id, conversation=conversation, message=v["message"], budget=v.get("budget"),
-        system=v["system"], tools=v["tools"], at=v.get("at"), k=v.get("k"), recent_only=v["recent_only"],
-        section_budgets=v["section_budgets"],
-        evidence=[Evidence(id=e["id"], text=e["text"], source=e["source"], score=e.get("score")) for e in v["evidence"]])
-
-
-def context_data(result) -> dict:
-    """The context response body (REST and MCP alike)."""
-    return {
-        "budget": result.budget, "total_tokens": result.total_tokens, "recall_degraded": result.recall_degraded,
-        "message_truncated": result.message_truncated,
-        "sections": [{"name": sec.name, "tokens": sec.tokens, "text": sec.text, "included": sec.included,
-                      "dropped": sec.dropped, "truncated": sec.truncated} for sec in result.sections],
-        "messages": result.messages,
-    }
+        return Response(recall_body(result, explain=v["explain"]))
 
 
 class ContextApi(APIView):
@@ -247,8 +207,7 @@ class ForgetApi(APIView):
         data.is_valid(raise_exception=True)
         v = data.validated_data
         org, user_id = request.user.org, request.user.user_id
-        owned = set(selectors.memory_list(org=org, user_id=user_id, statuses=["active", "superseded", "invalidated",
-                                                                              "expired", "forgotten"], include_episodes=True)
+        owned = set(selectors.memory_list(org=org, user_id=user_id, statuses=MemoryStatus.values, include_episodes=True)
                     .filter(id__in=v["memory_ids"]).values_list("id", flat=True))
         missing = sorted(set(v["memory_ids"]) - owned)
         if missing:

@@ -11,16 +11,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from memory.choices import EXTRACTED_KINDS, MemoryAssertion, MemoryScope
+
 __all__ = [
     "ASSERTIONS", "CHANGES", "KINDS", "OPERATIONS", "SCOPES",
     "Candidate", "ExistingMemory", "ExtractionInput", "ExtractionResult", "Extractor",
     "setting",
 ]
 
-KINDS = frozenset({"preference", "fact", "event", "context", "suggestion"})
-ASSERTIONS = frozenset({"user_stated", "confirmed_event", "model_suggestion"})
+KINDS = frozenset(EXTRACTED_KINDS)
+ASSERTIONS = frozenset(MemoryAssertion.values)
 OPERATIONS = frozenset({"ADD", "UPDATE", "NOOP"})
-SCOPES = frozenset({"user", "task"})
+SCOPES = frozenset(MemoryScope.values)
 CHANGES = frozenset({"correction", "migration", "update"})
 
 

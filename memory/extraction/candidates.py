@@ -8,13 +8,14 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from conversations.textutil import clean, detect_lang, split_speaker
 from memory.extraction.base import Candidate, ExistingMemory, ExtractionInput
 from memory.extraction.importance import importance_for
 from memory.extraction.lexicon import Lexicon
 from memory.extraction.rules_en import EN
 from memory.extraction.rules_zh import ZH
 from memory.extraction.slots import SlotParts
-from memory.extraction.text import clean, detect_lang, split_speaker, strip_end
+from memory.extraction.text import strip_end
 
 __all__ = ["MAX_SENTENCE_CHARS", "Statement", "attribute_to", "complete_subjectless", "lexicon_for",
            "merge_retractions", "norm", "resolve", "slot_of"]

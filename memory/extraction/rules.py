@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, time, timedelta
 
+from conversations.textutil import clean, split_message_sentences, split_speaker
 from memory.extraction.base import Candidate, ExtractionInput, ExtractionResult, Extractor
 from memory.extraction.candidates import (
     MAX_SENTENCE_CHARS,
@@ -28,7 +29,7 @@ from memory.extraction.lexicon import Lexicon
 from memory.extraction.rules_en import EN
 from memory.extraction.rules_zh import ZH
 from memory.extraction.standing import onset, read, task_scope
-from memory.extraction.text import clean, split_sentences, split_speaker, strip_end
+from memory.extraction.text import strip_end
 from memory.extraction.timeexpr import TimeRef, find_times, rewrite_times
 
 __all__ = ["RuleExtractor"]
@@ -60,7 +61,7 @@ class RuleExtractor(Extractor):
         text = _ANNOTATION.sub("", text)
         speaker, text = split_speaker(text)
         statements: list[Statement] = []
-        for sentence in split_sentences(text):
+        for sentence in split_message_sentences(text):
             lex = lexicon_for(sentence)
             if inp.role == "assistant":
                 statements.extend(self._assistant(sentence, lex, inp.occurred_at))
@@ -116,35 +117,16 @@ class RuleExtractor(Extractor):
             else:
                 return [self._task(s, lex, at, explicit)]
 
-        change: str | None = None
-        old_values: list[str] = []
-        if lex.correction_lead.match(s) or lex.correction_any.search(s):
-            stripped, olds = lex.strip_correction(s)
-            if stripped != s or olds:
-                change, s, old_values = "correction", stripped, olds
-            if not s:
-                return []
-            value = lex.subjectless(s)
-            if value:
-                return [Statement(kind="fact", content=s, change="correction", old_values=old_values,
-                                  new_value=value, explicit=explicit)]
-        if lex.migration.search(s):
-            change = change or "migration"
-        elif lex.update.search(s):
-            change = change or "update"
-        old_values += [v for v in lex.old_values(s) if v not in old_values]
+        change, s, old_values, decided = self._change(s, lex, explicit)
+        if decided is not None:
+            return decided
 
         times = find_times(s, at, lex.lang)
         first_person = bool(lex.first_person.search(s))
         future = [t for t in times if t.tense == "future"]
         past = [t for t in times if t.tense != "future"]
 
-        # Everyday wording with no cue word: what the sentence's structure says (standing.py).
-        reading = None if standing else read(s, lex.lang)
-        if reading is not None and reading.kind != "event" and (lex.opinion.search(s) or _DEMONSTRATIVE.match(s)):
-            reading = None  # a feeling or guess ("I think it's fine"), or about someone pointed at
-        if reading is not None and reading.kind == "fact" and (lex.is_request(s) or lex.proposal.search(s)):
-            reading = None  # a standing-looking request to act now ("把每周的报表列一下") stays a request
+        reading = None if standing else self._structural_reading(s, lex)
         if reading is not None and reading.kind == "preference":
             standing = True
         if standing:
@@ -185,6 +167,41 @@ class RuleExtractor(Extractor):
                 return []  # a correction of something we cannot name is not storable on its own
             return [st]
         return self._clause_fact(s, lex, at, times, old_values, explicit)
+
+    @staticmethod
+    def _change(s: str, lex: Lexicon, explicit: bool) -> tuple[str | None, str, list[str], list[Statement] | None]:
+        """What kind of change the sentence announces (correction, migration, update or None), the
+        sentence without its correction wording, the old values it names, and the statements when
+        that already decides the sentence (nothing left once the correction is stripped, or a correction
+        with no subject of its own)."""
+        change: str | None = None
+        old_values: list[str] = []
+        if lex.correction_lead.match(s) or lex.correction_any.search(s):
+            stripped, olds = lex.strip_correction(s)
+            if stripped != s or olds:
+                change, s, old_values = "correction", stripped, olds
+            if not s:
+                return change, s, old_values, []
+            value = lex.subjectless(s)
+            if value:
+                return change, s, old_values, [Statement(kind="fact", content=s, change="correction", old_values=old_values,
+                                                         new_value=value, explicit=explicit)]
+        if lex.migration.search(s):
+            change = change or "migration"
+        elif lex.update.search(s):
+            change = change or "update"
+        old_values += [v for v in lex.old_values(s) if v not in old_values]
+        return change, s, old_values, None
+
+    @staticmethod
+    def _structural_reading(s: str, lex: Lexicon):
+        """Everyday wording with no cue word: what the sentence's structure says (standing.py)."""
+        reading = read(s, lex.lang)
+        if reading is not None and reading.kind != "event" and (lex.opinion.search(s) or _DEMONSTRATIVE.match(s)):
+            return None  # a feeling or guess ("I think it's fine"), or about someone pointed at
+        if reading is not None and reading.kind == "fact" and (lex.is_request(s) or lex.proposal.search(s)):
+            return None  # a standing-looking request to act now ("把每周的报表列一下") stays a request
+        return reading
 
     def _clause_fact(self, s: str, lex: Lexicon, at: datetime, times: list[TimeRef], old_values: list[str],
                      explicit: bool, now_only: bool = False) -> list[Statement]:

@@ -5,7 +5,7 @@ import re
 
 from memory.extraction.lexicon import Lexicon
 from memory.extraction.slots_en import event_subject_en, slot_en
-from memory.extraction.text import strip_end
+from memory.extraction.text import strip_end, strip_leading
 
 __all__ = ["EN"]
 
@@ -68,11 +68,7 @@ def _strip_correction(text: str) -> tuple[str, list[str]]:
         if stripped == s:
             break
         s = stripped
-    while True:
-        stripped = _CORRECTION_LEAD.sub("", s, count=1)
-        if stripped == s:
-            break
-        s = stripped
+    s = strip_leading(_CORRECTION_LEAD, s)
     olds: list[str] = []
     m = _NOT_X_BUT_Y.match(s)
     if m and m.group("pre").strip():

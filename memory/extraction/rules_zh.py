@@ -5,7 +5,7 @@ import re
 
 from memory.extraction.lexicon import Lexicon
 from memory.extraction.slots_zh import event_subject_zh, slot_zh
-from memory.extraction.text import strip_end
+from memory.extraction.text import strip_end, strip_leading
 
 __all__ = ["ZH"]
 
@@ -56,11 +56,7 @@ _SELF_ERROR = re.compile(r"[，,]\s*(?:是|都是)?(?:我|我们)?[^，,]{0,6}?(
 
 def _strip_correction(text: str) -> tuple[str, list[str]]:
     s = _SELF_ERROR.sub("", text)
-    while True:
-        stripped = _CORRECTION_LEAD.sub("", s, count=1)
-        if stripped == s:
-            break
-        s = stripped
+    s = strip_leading(_CORRECTION_LEAD, s)
     olds: list[str] = []
     m = _NOT_X_BUT_Y.match(s)
     if m and m.group("pre").strip():

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
+from conversations.textutil import pos_cut
 from memory.extraction.slots import SlotParts, tech_category
-from memory.extraction.text import pos_cut
 
 __all__ = ["event_subject_zh", "slot_zh"]
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memory.extraction.text import pos_cut
+from conversations.textutil import pos_cut
 
 __all__ = ["Reading", "onset", "read", "task_scope"]
 

@@ -175,20 +175,26 @@ def _zh_ago(m: re.Match[str], ref: datetime) -> TimeRef | None:
     return _make(ref, _midnight(date(ref.year - n, 1, 1), ref), "year", m, "zh")
 
 
-def _zh_date(m: re.Match[str], ref: datetime) -> TimeRef | None:
-    month, day = _cn_int(m.group("m")), _cn_int(m.group("d"))
-    if month is None or day is None:
-        return None
+def _calendar_day(m: re.Match[str], ref: datetime, month: int, day: int, lang: str) -> TimeRef | None:
+    """A written calendar day: with its year as given (None if there is no such day), without one the
+    day `_yearless` picks."""
     if m.group("y"):
         try:
             d = date(int(m.group("y")), month, day)
         except ValueError:
             return None
-        return _make(ref, _midnight(d, ref), "day", m, "zh", absolute=True)
+        return _make(ref, _midnight(d, ref), "day", m, lang, absolute=True)
     d2 = _yearless(ref, month, day)
     if d2 is None:
         return None
-    return _make(ref, _midnight(d2, ref), "day", m, "zh", absolute=True, had_year=False)
+    return _make(ref, _midnight(d2, ref), "day", m, lang, absolute=True, had_year=False)
+
+
+def _zh_date(m: re.Match[str], ref: datetime) -> TimeRef | None:
+    month, day = _cn_int(m.group("m")), _cn_int(m.group("d"))
+    if month is None or day is None:
+        return None
+    return _calendar_day(m, ref, month, day, "zh")
 
 
 def _zh_year_month(m: re.Match[str], ref: datetime) -> TimeRef | None:
@@ -294,16 +300,7 @@ def _en_date(m: re.Match[str], ref: datetime) -> TimeRef | None:
     if month is None:
         return None
     day = int(m.group("d"))
-    if m.group("y"):
-        try:
-            d = date(int(m.group("y")), month, day)
-        except ValueError:
-            return None
-        return _make(ref, _midnight(d, ref), "day", m, "en", absolute=True)
-    d2 = _yearless(ref, month, day)
-    if d2 is None:
-        return None
-    return _make(ref, _midnight(d2, ref), "day", m, "en", absolute=True, had_year=False)
+    return _calendar_day(m, ref, month, day, "en")
 
 
 def _en_recent(m: re.Match[str], ref: datetime) -> TimeRef:

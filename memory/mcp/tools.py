@@ -20,9 +20,9 @@ from rest_framework.utils.encoders import JSONEncoder
 
 from conversations.models import Conversation
 from conversations.selectors import conversation_get
-from entities.selectors import entity_labels
 from memory.api import serializers as s
-from memory.api.views import context_data, context_request, recall_item_data
+from memory.api.presenters import context_data, context_request, recall_body
+from memory.choices import MemoryKind
 from memory.context import ContextBudgetError, assemble_context
 from memory.selectors import RecallQuery, recall
 from tenancy.authentication import ApiPrincipal
@@ -53,7 +53,7 @@ def _recall_input_schema() -> dict:
                       "description": "What to look for: a question or topic, in the user's own language."},
             "k": {"type": "integer", "minimum": 1, "maximum": settings.MAX_RECALL_K, "default": 5,
                   "description": "Return at most this many memories."},
-            "kinds": {"type": ["array", "null"], "items": {"type": "string", "enum": s.KINDS + ["episode"]},
+            "kinds": {"type": ["array", "null"], "items": {"type": "string", "enum": MemoryKind.values},
                       "description": "Only memories of these kinds (default: all)."},
             "at": {"type": ["string", "null"], "format": "date-time",
                    "description": "Reference time, ISO 8601: recall what was known and valid then (default: now)."},
@@ -203,10 +203,7 @@ def recall_memory(principal: ApiPrincipal, arguments: dict) -> dict:
     result = recall(RecallQuery(
         org=principal.org, user_id=principal.user_id, query=v["query"], k=v["k"], kinds=v.get("kinds"),
         at=v.get("at"), conversation_id=conversation_id, include_episodes=v["include_episodes"]))
-    labels = entity_labels(entity_ids={e for item in result.items for e in item.entity_ids})
-    # The body RecallApi returns (without explain).
-    return {"items": [recall_item_data(item, labels, False) for item in result.items],
-            "degraded": result.degraded, "degraded_reason": result.degraded_reason}
+    return recall_body(result, explain=False)  # the body RecallApi returns (without explain)
 
 
 def get_context(principal: ApiPrincipal, arguments: dict) -> dict:

@@ -4,6 +4,7 @@ from django.http import Http404
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
+from memory.choices import MemoryStatus
 from memory.mem0 import serializers as s
 from memory.mem0.views import Mem0Api, _actor, _forget_answer, _load, _update
 from memory.models import Memory
@@ -28,7 +29,7 @@ class BatchApi(Mem0Api):
         items = data.validated_data["memories"]
         memories = self._load_all(request, items)
         for i, memory in enumerate(memories):
-            if memory.status != "active":
+            if memory.status != MemoryStatus.ACTIVE:
                 return Response({"detail": f"memories[{i}]: memory is {memory.status}; only active memories can be "
                                            "updated. Nothing was changed."}, status=409)
         try:

@@ -8,6 +8,7 @@ an event does not stay PENDING for good; nothing here is a second copy that coul
 from django.db.models import Max, Min
 
 from conversations.models import Message
+from memory.choices import MemoryKind, MemoryStatus
 from memory.models import Mem0AddEvent, Memory, MemorySource
 
 
@@ -32,11 +33,11 @@ def event_results(event: Mem0AddEvent) -> list[dict]:
     # By conversation first (an indexed foreign key); the ref then picks this add's sources.
     ids = set(MemorySource.objects.filter(conversation_id=event.conversation_id, external_ref=event.ref,
                                           memory__org_id=event.org_id, memory__user_id=event.user_id)
-              .exclude(memory__kind="episode").values_list("memory_id", flat=True))
+              .exclude(memory__kind=MemoryKind.EPISODE).values_list("memory_id", flat=True))
     firsts = dict(MemorySource.objects.filter(memory_id__in=ids).values("memory_id").annotate(first=Min("id"))
                   .values_list("memory_id", "first"))
     first_refs = dict(MemorySource.objects.filter(id__in=firsts.values()).values_list("id", "external_ref"))
-    memories = Memory.objects.filter(id__in=ids).exclude(status="forgotten").order_by("id")
+    memories = Memory.objects.filter(id__in=ids).exclude(status=MemoryStatus.FORGOTTEN).order_by("id")
     superseded: dict[int, list[str]] = {}
     for old_id, new_id in Memory.objects.filter(superseded_by_id__in=ids).values_list("id", "superseded_by_id"):
         superseded.setdefault(new_id, []).append(str(old_id))

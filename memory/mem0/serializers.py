@@ -5,6 +5,7 @@ Inputs are strict: a field we do not know, or know but cannot honour, is a 400 t
 from django.conf import settings
 from rest_framework import serializers
 
+from memory.api.serializers import memory_text
 from memory.mem0.identity import Mem0BadRequest
 from memory.mem0.scoping import agent_and_run
 from memory.models import Memory
@@ -160,11 +161,7 @@ class UpdateInputSerializer(StrictSerializer):
     timestamp = serializers.JSONField(required=False)
 
     def validate_text(self, value: str) -> str:
-        if not value.strip():
-            raise serializers.ValidationError("Must not be blank.")
-        if len(value) > settings.MAX_MEMORY_CHARS:
-            raise serializers.ValidationError(f"At most {settings.MAX_MEMORY_CHARS} characters.")
-        return value
+        return memory_text(value)
 
     def validate(self, attrs):
         refuse(attrs, {"timestamp": "when a memory became known is not rewritten; history keeps every version."})

@@ -19,6 +19,7 @@ from conversations.models import Conversation
 from conversations.selectors import messages_stored
 from conversations.services import messages_append
 from memory import selectors, services
+from memory.choices import MemoryAssertion, MemoryKind, MemoryStatus
 from memory.mem0 import serializers as s
 from memory.mem0.events import event_results, event_status
 from memory.mem0.identity import HasApiKey, Mem0BadRequest, Mem0NotSupported, Mem0TokenAuthentication, acting_user, may_name_users, user_pin
@@ -140,8 +141,8 @@ class AddApi(Mem0Api):
                                      "with infer=False (it is stored as one memory).")
             user = message["role"] == "user"
             services.memory_write(MemoryInput(
-                org=event.org, user_id=user_id, kind="fact" if user else "suggestion",
-                assertion="user_stated" if user else "model_suggestion", content=message["content"],
+                org=event.org, user_id=user_id, kind=MemoryKind.FACT if user else MemoryKind.SUGGESTION,
+                assertion=MemoryAssertion.USER_STATED if user else MemoryAssertion.MODEL_SUGGESTION, content=message["content"],
                 conversation_id=event.conversation_id, valid_to=_end_of(v.get("expiration_date")), created_at=at,
                 sources=[SourceRef(conversation_id=event.conversation_id, external_ref=event.ref)],
                 created_by="api", actor=_actor(request, user_id), metadata=event.metadata))
@@ -190,7 +191,8 @@ class ListApi(Mem0Api):
             filters.dates.append(("created_at", "lte", parse_when(v["end_date"], "end_date", end=True)))
         org = request.user.org
         user_id = acting_user(request.user, filters.user_id, "filters.user_id")
-        statuses = ["active"] + (["expired"] if v["show_expired"] else []) + ([] if v["latest_only"] else ["superseded"])
+        statuses = ([MemoryStatus.ACTIVE] + ([MemoryStatus.EXPIRED] if v["show_expired"] else [])
+                    + ([] if v["latest_only"] else [MemoryStatus.SUPERSEDED]))
         qs = apply_filters(selectors.memory_list(org=org, user_id=user_id, statuses=statuses), org=org,
                            user_id=user_id, filters=filters).order_by("-created_at", "-id")
         count = qs.count()
@@ -217,7 +219,8 @@ def _load(request, memory_id: str, *, allow_superseded: bool = True) -> Memory:
     if owner is None:
         raise Http404
     memory = selectors.memory_get(org=org, user_id=owner, memory_id=mid)
-    if memory.kind == "episode" or memory.status == "forgotten" or (memory.status == "superseded" and not allow_superseded):
+    if (memory.kind == MemoryKind.EPISODE or memory.status == MemoryStatus.FORGOTTEN
+            or (memory.status == MemoryStatus.SUPERSEDED and not allow_superseded)):
         raise Http404
     return memory
 
@@ -247,7 +250,7 @@ class MemoryDetailApi(Mem0Api):
         memory = _load(request, memory_id)
         data = s.UpdateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        if memory.status != "active":
+        if memory.status != MemoryStatus.ACTIVE:
             return Response({"detail": f"Memory is {memory.status}; only active memories can be updated."}, status=409)
         try:
             memory = _update(request, memory, data.validated_data)
@@ -324,7 +327,7 @@ class EntitiesApi(Mem0Api):
 
     def get(self, request):
         org = request.user.org
-        qs = Memory.objects.filter(org=org, status="active").exclude(kind="episode")
+        qs = Memory.objects.filter(org=org, status=MemoryStatus.ACTIVE).exclude(kind=MemoryKind.EPISODE)
         if not may_name_users(request.user):
             qs = qs.filter(user_id=user_pin(request.user))
         rows = (qs.values("user_id").annotate(total=Count("id"), first=Min("created_at"), last=Max("updated_at"))

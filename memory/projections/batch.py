@@ -16,6 +16,7 @@ from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from memory.cache import memory_cache
+from memory.choices import MemoryStatus
 from memory.embeddings import Embedder, get_embedder
 from memory.models import EntityLink, Memory, MemoryEmbedding, VectorCollection
 from memory.projections import rows as projections
@@ -126,7 +127,7 @@ def _changed_since_load(rows: list[Memory]) -> list[tuple[int, int]]:
     loaded = {m.id: m.version for m in rows}
     now = Memory.objects.filter(id__in=list(loaded)).order_by().values_list("id", "version", "status")
     return [(memory_id, version) for memory_id, version, status in now
-            if version != loaded[memory_id] or status != "active"]
+            if version != loaded[memory_id] or status != MemoryStatus.ACTIVE]
 
 
 def memories_sync_batch(*, memory_ids: list[int], collection: VectorCollection, mark_projected: bool,
@@ -138,7 +139,7 @@ def memories_sync_batch(*, memory_ids: list[int], collection: VectorCollection, 
     locked: instead they are re-read after the upsert and any that changed are returned in
     ``changed``, so a long batch never holds row locks that writers would queue behind.
     """
-    rows = list(Memory.objects.filter(id__in=memory_ids, status="active").order_by("id"))
+    rows = list(Memory.objects.filter(id__in=memory_ids, status=MemoryStatus.ACTIVE).order_by("id"))
     result = sync_rows(rows, collection=collection, mark_projected=mark_projected, embedder=embedder,
                         index=index or get_vector_index())
     loaded = {m.id for m in rows}
@@ -195,7 +196,7 @@ def settle_inactive(batch: int = ROW_BATCH, *, before: datetime | None = None,
     """Non-active rows whose point is gone: drop their cache fields and record the projection.
     Returns how many were settled, leaving out ids in ``uncounted`` (already counted elsewhere)."""
     settled = 0
-    lagging = Memory.objects.exclude(status="active").filter(projected_version__lt=F("version"))
+    lagging = Memory.objects.exclude(status=MemoryStatus.ACTIVE).filter(projected_version__lt=F("version"))
     if before is not None:
         lagging = lagging.filter(updated_at__lt=before)
     for rows in keyset(lagging, ("org_id", "user_id"), batch):
@@ -205,7 +206,7 @@ def settle_inactive(batch: int = ROW_BATCH, *, before: datetime | None = None,
         for (org_id, user_id), ids in by_user.items():
             memory_cache.delete(org_id, user_id, ids)
         # Statuses never return to active, so F("version") cannot mark a newer active version.
-        Memory.objects.filter(id__in=[r[0] for r in rows]).exclude(status="active").update(projected_version=F("version"))
+        Memory.objects.filter(id__in=[r[0] for r in rows]).exclude(status=MemoryStatus.ACTIVE).update(projected_version=F("version"))
         settled += sum(1 for r in rows if r[0] not in uncounted)
     return settled
 
@@ -215,7 +216,7 @@ def delete_orphans(index: VectorIndex, name: str, page: int = SCROLL_PAGE) -> in
     deleted = 0
     for points in point_pages(index, name, page):
         ids = [pid for pid, _ in points]
-        active = set(Memory.objects.filter(id__in=ids, status="active").order_by().values_list("id", flat=True))
+        active = set(Memory.objects.filter(id__in=ids, status=MemoryStatus.ACTIVE).order_by().values_list("id", flat=True))
         orphans = [pid for pid in ids if pid not in active]
         if orphans:
             index.delete(orphans, collection=name)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 
+from memory.choices import MemoryStatus
 from memory.models import Memory, VectorCollection
 from memory.projections.batch import (
     Progress,
@@ -26,10 +27,10 @@ def projections_rebuild(*, progress: Progress | None = None, batch: int = 500, o
     record projected_version, drop the per-user cache hashes (refilled from MySQL on read)."""
     index = get_vector_index()
     collection = VectorCollection.objects.get(name=active_collection())  # also creates the index collection
-    total = Memory.objects.filter(status="active").count()
+    total = Memory.objects.filter(status=MemoryStatus.ACTIVE).count()
     done = upserted = encoded = resynced = 0
     users: set[tuple[int, str]] = set()
-    for rows in row_batches(Memory.objects.filter(status="active"), batch):
+    for rows in row_batches(Memory.objects.filter(status=MemoryStatus.ACTIVE), batch):
         result = sync_rows(rows, collection=collection, mark_projected=True, embedder=None, index=index)
         resync(result.changed, None)
         upserted, encoded, resynced = upserted + result.upserted, encoded + result.encoded, resynced + len(result.changed)

@@ -11,6 +11,7 @@ import numpy as np
 from django.db.models import F
 from django.utils import timezone
 
+from memory.choices import MemoryStatus
 from memory.models import Memory, VectorCollection
 from memory.projections import rows as projections
 from memory.projections.batch import (
@@ -54,7 +55,7 @@ def _scan_points(index: VectorIndex, name: str, drift: _Drift, *, fix: bool, bef
             status, version, updated_at = rows.get(pid, (None, None, None))
             if updated_at is not None and updated_at >= before:
                 continue  # written moments ago: its own memory_sync task is on the way
-            if status != "active":
+            if status != MemoryStatus.ACTIVE:
                 orphans.append(pid)
             elif payload.get("version") != version:
                 drift.stale[pid] = version
@@ -69,7 +70,7 @@ def _scan_points(index: VectorIndex, name: str, drift: _Drift, *, fix: bool, bef
 def _scan_rows(point_ids: np.ndarray, drift: _Drift, *, is_live: bool, before: datetime, batch: int) -> None:
     """Pass 2: every active row against the point ids, in id order."""
     # Rows written after `before` have their projection in flight; the next run judges them.
-    rows_qs = Memory.objects.filter(status="active", updated_at__lt=before)
+    rows_qs = Memory.objects.filter(status=MemoryStatus.ACTIVE, updated_at__lt=before)
     for rows in keyset(rows_qs, ("version", "projected_version"), batch):
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         present = contains_sorted(point_ids, ids)
@@ -84,7 +85,7 @@ def _scan_rows(point_ids: np.ndarray, drift: _Drift, *, is_live: bool, before: d
 def _count_lagging_inactive(drift: _Drift, before: datetime, batch: int) -> int:
     """Pass 3 (live collection): non-active rows not yet recorded as removed (their point is already
     gone, or counted as an orphan). Returns how many of them are not orphans."""
-    lagging = Memory.objects.exclude(status="active").filter(projected_version__lt=F("version"), updated_at__lt=before)
+    lagging = Memory.objects.exclude(status=MemoryStatus.ACTIVE).filter(projected_version__lt=F("version"), updated_at__lt=before)
     count = 0
     for rows in keyset(lagging, (), batch):
         count += sum(1 for (memory_id,) in rows if memory_id not in drift.orphans)

@@ -9,6 +9,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from memory.choices import MemoryStatus
 from memory.embeddings import Embedder, collection_name_for, get_embedder
 from memory.models import LIVE_CACHE_SECONDS, Memory, VectorCollection
 from memory.projections.batch import (
@@ -65,8 +66,8 @@ def _catch_up(target: VectorCollection, embedder: Embedder, index: VectorIndex, 
     changed = Memory.objects.filter(Q(updated_at__gte=since) | Q(invalidated_at__gte=since))
     touched = 0
     for rows in keyset(changed, ("status",), batch):
-        active = [memory_id for memory_id, status in rows if status == "active"]
-        gone = [memory_id for memory_id, status in rows if status != "active"]
+        active = [memory_id for memory_id, status in rows if status == MemoryStatus.ACTIVE]
+        gone = [memory_id for memory_id, status in rows if status != MemoryStatus.ACTIVE]
         if active:
             result = memories_sync_batch(memory_ids=active, collection=target, mark_projected=False, embedder=embedder,
                                          index=index)
@@ -102,9 +103,9 @@ def reembed(*, model: str, progress: Progress | None = None, batch: int = 256, o
     old = active_collection()
     target = _prepare_target(embedder, model, index, old)
     started = timezone.now() - CLOCK_SKEW
-    total = Memory.objects.filter(status="active").count()
+    total = Memory.objects.filter(status=MemoryStatus.ACTIVE).count()
     done = encoded = 0
-    for rows in row_batches(Memory.objects.filter(status="active"), batch):
+    for rows in row_batches(Memory.objects.filter(status=MemoryStatus.ACTIVE), batch):
         result = sync_rows(rows, collection=target, mark_projected=False, embedder=embedder, index=index)
         resync(result.changed, target.name)
         encoded += result.encoded

@@ -5,6 +5,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 
 from memory.cache import memory_cache
+from memory.choices import MemoryStatus
 from memory.models import EntityLink, Memory, MemoryEmbedding, VectorCollection
 from memory.projections.terms import terms_sync
 from memory.vector_index import VectorPoint, get_vector_index
@@ -59,7 +60,7 @@ def memory_sync(*, memory_id: int, version: int, collection_name: str | None = N
         index.ensure_collection(collection.name, collection.dim)
     name = collection.name
     memory = Memory.objects.filter(id=memory_id).first()
-    if memory is None or memory.status != "active":
+    if memory is None or memory.status != MemoryStatus.ACTIVE:
         index.delete([memory_id], collection=name)  # deleting twice is harmless
         if memory is not None:
             memory_cache.delete(memory.org_id, memory.user_id, [memory_id])
@@ -76,9 +77,9 @@ def memory_sync(*, memory_id: int, version: int, collection_name: str | None = N
         # the live collection the conditional UPDATE takes the lock, checks and marks in one statement
         # (a failed upsert rolls the mark back).
         if collection_name is None:
-            if not Memory.objects.filter(id=memory_id, version=version, status="active").update(projected_version=version):
+            if not Memory.objects.filter(id=memory_id, version=version, status=MemoryStatus.ACTIVE).update(projected_version=version):
                 return "skipped"
-        elif not Memory.objects.select_for_update().filter(id=memory_id, version=version, status="active").exists():
+        elif not Memory.objects.select_for_update().filter(id=memory_id, version=version, status=MemoryStatus.ACTIVE).exists():
             return "skipped"
         index.upsert([point], collection=name)
     terms_sync([memory])
@@ -105,9 +106,9 @@ def memories_sync(*, pairs: list[tuple[int, int]]) -> dict[str, int]:
     plain = {}
     for memory_id, version in want.items():
         memory = memories.get(memory_id)
-        if memory is not None and memory.status == "active" and memory.version != version:
+        if memory is not None and memory.status == MemoryStatus.ACTIVE and memory.version != version:
             count("skipped")  # a newer write has queued its own task
-        elif memory is not None and memory.status == "active":
+        elif memory is not None and memory.status == MemoryStatus.ACTIVE:
             plain[memory_id] = memory
         else:
             count(memory_sync(memory_id=memory_id, version=version))
@@ -129,7 +130,7 @@ def memories_sync(*, pairs: list[tuple[int, int]]) -> dict[str, int]:
         # changed meanwhile are left to that write's own task.
         marked = set()
         for version, ids in by_version.items():
-            locked = set(Memory.objects.select_for_update().filter(id__in=ids, version=version, status="active")
+            locked = set(Memory.objects.select_for_update().filter(id__in=ids, version=version, status=MemoryStatus.ACTIVE)
                          .values_list("id", flat=True))
             Memory.objects.filter(id__in=locked).update(projected_version=version)
             marked |= locked
@@ -153,6 +154,6 @@ def memory_points_delete(*, memory_ids: list[int]) -> int:
     names = index.collections()
     for name in names:
         index.delete(memory_ids, collection=name)
-    Memory.objects.filter(id__in=memory_ids, projected_version__lt=F("version")).exclude(status="active").update(
+    Memory.objects.filter(id__in=memory_ids, projected_version__lt=F("version")).exclude(status=MemoryStatus.ACTIVE).update(
         projected_version=F("version"))
     return len(names)

@@ -3,11 +3,12 @@ newer ranks first, and `explain` marks each with the pair (DESIGN §5: both kept
 from __future__ import annotations
 
 from config.plain_reads import plain_rows
+from memory.choices import STANDING_KINDS
 from memory.models import MemoryConflict
 
 
 def conflicts_apply(items: list, *, org, user_id: str, explain: bool) -> list:
-    ids = [item.memory.id for item in items if item.memory.kind in ("preference", "fact")]
+    ids = [item.memory.id for item in items if item.memory.kind in STANDING_KINDS]
     if not ids:
         return items
     # Two plain reads (either side among the items) instead of one ORM OR-query: recall runs this on

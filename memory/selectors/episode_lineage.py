@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from django.db.models import Q
 
 from conversations.models import Message
-from conversations.textutil import cjk_ratio
+from conversations.textutil import cjk_ratio, pos_tag
+from memory.choices import MemoryKind, MemoryScope, MemoryStatus
 from memory.models import Memory, MemorySource
 
 MAX_CHAIN = 20  # supersede chains are short; the bound only guards against a cycle in bad data
@@ -62,11 +63,7 @@ def is_small_talk(text: str) -> bool:
     digest = hashlib.blake2b(text.encode(), digest_size=16).digest()
     verdict = _SMALL_TALK.get(digest)
     if verdict is None:
-        import jieba
-        import jieba.posseg
-
-        jieba.setLogLevel(60)
-        verdict = not any(flag.startswith(_CONTENT_FLAGS) for word, flag in jieba.posseg.cut(text) if word.strip())
+        verdict = not any(flag.startswith(_CONTENT_FLAGS) for word, flag in pos_tag(text) if word.strip())
         if len(_SMALL_TALK) >= _SMALL_TALK_MAX:
             _SMALL_TALK.clear()
         _SMALL_TALK[digest] = verdict
@@ -77,12 +74,12 @@ def _state(derived: list[tuple]) -> Lineage:
     """derived: (id, status, scope, conversation_id, superseded_by_id) of one message's memories."""
     if not derived:
         return NONE
-    live = {m[0] for m in derived if m[1] == "active" and m[2] == "user"}
+    live = {m[0] for m in derived if m[1] == MemoryStatus.ACTIVE and m[2] == MemoryScope.USER}
     if live:
         return Lineage("live", live)
-    if any(m[1] == "forgotten" for m in derived):
+    if any(m[1] == MemoryStatus.FORGOTTEN for m in derived):
         return Lineage("forgotten")
-    task = [m for m in derived if m[2] == "task"]
+    task = [m for m in derived if m[2] == MemoryScope.TASK]
     if task:
         return Lineage("task", conversation_id=task[0][3])
     return Lineage("stale", {m[4] for m in derived if m[4]})  # heads resolved by the caller
@@ -106,9 +103,9 @@ def _resolve_heads(org_id: int, lineages: list[Lineage]) -> None:
         heads = set()
         for ref in lineage.refs:
             node, steps = ref, 0
-            while node is not None and status.get(node) not in (None, "active") and steps < MAX_CHAIN:
+            while node is not None and status.get(node) not in (None, MemoryStatus.ACTIVE) and steps < MAX_CHAIN:
                 node, steps = nxt.get(node), steps + 1
-            if node is not None and status.get(node) == "active":
+            if node is not None and status.get(node) == MemoryStatus.ACTIVE:
                 heads.add(node)
         lineage.refs = heads
 
@@ -132,7 +129,7 @@ def message_lineage(org_id: int, message_ids: set[int]) -> dict[int, Lineage]:
             answered[previous[(conv, seq)]] = mid
     derived: dict[int, list[tuple]] = defaultdict(list)
     wanted = set(message_ids) | set(answered.values())
-    for message_id, *memory in (MemorySource.objects.filter(message_id__in=wanted).exclude(memory__kind="episode")
+    for message_id, *memory in (MemorySource.objects.filter(message_id__in=wanted).exclude(memory__kind=MemoryKind.EPISODE)
                                 .values_list("message_id", "memory_id", "memory__status", "memory__scope",
                                              "memory__conversation_id", "memory__superseded_by_id").distinct()):
         derived[message_id].append(tuple(memory))

@@ -3,6 +3,7 @@ from datetime import datetime
 from django.db.models import Exists, F, Max, OuterRef, Q, QuerySet
 from django.http import Http404
 
+from memory.choices import MemoryKind, MemoryStatus
 from memory.models import ForgetRule, Memory, MemoryConflict, MemoryVersion
 from tenancy.models import Org
 
@@ -43,7 +44,7 @@ def memory_list(*, org: Org, user_id: str, kinds: list[str] | None = None, statu
     if kinds:
         qs = qs.filter(kind__in=kinds)
     elif not include_episodes:
-        qs = qs.exclude(kind="episode")
+        qs = qs.exclude(kind=MemoryKind.EPISODE)
     if entity_id is not None:
         qs = qs.filter(entity_links__entity_id=entity_id)
     if created_after:
@@ -93,7 +94,7 @@ def conflict_list(*, org: Org, user_id: str | None = None, status: str = "open")
     if user_id is not None:
         qs = qs.filter(user_id=user_id)
     if status == "open":
-        qs = qs.filter(older__status="active", newer__status="active")
+        qs = qs.filter(older__status=MemoryStatus.ACTIVE, newer__status=MemoryStatus.ACTIVE)
     return qs
 
 

@@ -8,6 +8,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from memory.choices import MemoryStatus
 from memory.enqueue import sync_after_commit
 from memory.models import Memory, MemoryConflict
 from tenancy.db import retry_on_contention
@@ -47,11 +48,11 @@ def conflict_resolve(*, org: Org, conflict_id: int, action: str, operator: str,
         if action == "supersede":
             older = Memory.objects.select_for_update().get(id=conflict.older_id)
             newer = Memory.objects.select_for_update().get(id=conflict.newer_id)
-            if older.status != "active" or newer.status != "active":
+            if older.status != MemoryStatus.ACTIVE or newer.status != MemoryStatus.ACTIVE:
                 conflict.status, conflict.resolved_at, conflict.resolved_by = "closed", now, operator[:200]
                 conflict.save(update_fields=["status", "resolved_at", "resolved_by"])
                 raise ConflictStateError(f"conflict {conflict.id}: a memory of the pair is no longer active")
-            Memory.objects.filter(id=older.id).update(status="superseded", superseded_by=newer, active_hash=None,
+            Memory.objects.filter(id=older.id).update(status=MemoryStatus.SUPERSEDED, superseded_by=newer, active_hash=None,
                                                       version=F("version") + 1, updated_at=now)
             older.refresh_from_db(fields=["version"])
             sync_after_commit([(older.id, older.version)], org.id, older.user_id)

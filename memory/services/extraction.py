@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from conversations.models import EntityMention, Message
 from conversations.services import message_mark_do_not_remember, message_mark_extracted
+from memory.choices import MemoryAssertion, MemoryKind, MemoryScope, MemoryStatus
 from memory.enqueue import MESSAGES_EXTRACT, enqueue, projections_deferred
 from memory.models import Memory
 from memory.selectors.maintenance import EXTRACTABLE_ROLES
@@ -34,8 +35,40 @@ def _client_metadata(message: Message) -> dict:
 
 
 def _episode_exists(message: Message) -> Memory | None:
-    return Memory.objects.filter(kind="episode", sources__message_id=message.id).exclude(
-        status__in=["forgotten"]).first()
+    return Memory.objects.filter(kind=MemoryKind.EPISODE, sources__message_id=message.id).exclude(
+        status__in=[MemoryStatus.FORGOTTEN]).first()
+
+
+def _episode_input(message: Message, *, entity_ids: list[int], source: SourceRef, metadata: dict) -> MemoryInput:
+    """The message itself as an episode: a dated quote with its source ref."""
+    return MemoryInput(
+        org=message.org, user_id=message.user_id, kind=MemoryKind.EPISODE,
+        assertion=MemoryAssertion.USER_STATED if message.role == "user" else MemoryAssertion.MODEL_SUGGESTION,
+        content=message.content, scope=MemoryScope.USER, conversation_id=message.conversation_id, importance=0.3,
+        occurred_at=message.occurred_at, created_at=message.occurred_at, entity_ids=entity_ids, sources=[source],
+        created_by="extractor", actor=f"extractor:{message.role}", metadata=metadata,
+    )
+
+
+def _candidate_input(message: Message, candidate, *, entity_ids: list[int], source: SourceRef, metadata: dict,
+                     produced_by: str, short_to_id: dict) -> MemoryInput:
+    """What memory_write gets for one extracted candidate; a task-scoped one without an end lives
+    TASK_MEMORY_TTL_HOURS from its message."""
+    task_scope = candidate.scope == MemoryScope.TASK
+    valid_to = candidate.valid_to
+    if task_scope and valid_to is None:
+        valid_to = message.occurred_at + timedelta(hours=settings.TASK_MEMORY_TTL_HOURS)
+    return MemoryInput(
+        org=message.org, user_id=message.user_id, kind=candidate.kind, content=candidate.content,
+        assertion=candidate.assertion, slot_key=candidate.slot_key, scope=MemoryScope.TASK if task_scope else MemoryScope.USER,
+        conversation_id=message.conversation_id, importance=candidate.importance,
+        valid_from=candidate.valid_from, valid_to=valid_to,
+        occurred_at=candidate.occurred_at or (message.occurred_at if candidate.kind == MemoryKind.EVENT else None),
+        created_at=message.occurred_at, entity_ids=entity_ids, sources=[source], created_by="extractor",
+        actor=produced_by, change=candidate.change,
+        supersedes=[short_to_id[s] for s in candidate.supersedes if s in short_to_id], metadata=metadata,
+        subject=candidate.subject,
+    )
 
 
 def message_extract(message: Message, *, reextract: bool = False, episode_vector=None, batch=None) -> dict:
@@ -67,16 +100,9 @@ def message_extract(message: Message, *, reextract: bool = False, episode_vector
         return counts
     entity_ids = list(EntityMention.objects.filter(message=message).values_list("entity_id", flat=True))
     source = SourceRef(message_id=message.id, conversation_id=message.conversation_id, external_ref=message.external_ref)
-    org = message.org
     metadata = _client_metadata(message)
     if (batch.episode_missing(message) if batch is not None else _episode_exists(message) is None):
-        episode = MemoryInput(
-            org=org, user_id=message.user_id, kind="episode",
-            assertion="user_stated" if message.role == "user" else "model_suggestion",
-            content=message.content, scope="user", conversation_id=message.conversation_id, importance=0.3,
-            occurred_at=message.occurred_at, created_at=message.occurred_at, entity_ids=entity_ids, sources=[source],
-            created_by="extractor", actor=f"extractor:{message.role}", metadata=metadata,
-        )
+        episode = _episode_input(message, entity_ids=entity_ids, source=source, metadata=metadata)
         if batch is not None:
             # No later decision reads episodes (dedup, supersede and the extractor's existing
             # memories all exclude them), so writing them after the batch's candidates changes nothing.
@@ -85,21 +111,8 @@ def message_extract(message: Message, *, reextract: bool = False, episode_vector
             outcome = memory_write(episode, vector=episode_vector)
             counts[f"episode_{outcome.action}"] = 1
     for candidate in result.candidates:
-        task_scope = candidate.scope == "task"
-        valid_to = candidate.valid_to
-        if task_scope and valid_to is None:
-            valid_to = message.occurred_at + timedelta(hours=settings.TASK_MEMORY_TTL_HOURS)
-        inp = MemoryInput(
-            org=org, user_id=message.user_id, kind=candidate.kind, content=candidate.content,
-            assertion=candidate.assertion, slot_key=candidate.slot_key, scope="task" if task_scope else "user",
-            conversation_id=message.conversation_id, importance=candidate.importance,
-            valid_from=candidate.valid_from, valid_to=valid_to,
-            occurred_at=candidate.occurred_at or (message.occurred_at if candidate.kind == "event" else None),
-            created_at=message.occurred_at, entity_ids=entity_ids, sources=[source], created_by="extractor",
-            actor=result.produced_by, change=candidate.change,
-            supersedes=[short_to_id[s] for s in candidate.supersedes if s in short_to_id], metadata=metadata,
-            subject=candidate.subject,
-        )
+        inp = _candidate_input(message, candidate, entity_ids=entity_ids, source=source, metadata=metadata,
+                               produced_by=result.produced_by, short_to_id=short_to_id)
         if candidate.operation == "NOOP":
             action = "restated" if memory_restated(inp) is not None else "noop"
         else:
@@ -143,8 +156,8 @@ def _messages_extract_batch(messages: list[Message], todo: list[Message], *, ree
         texts += look_ahead_texts(todo, extractor)
     keys = list(dict.fromkeys(t[: settings.MAX_MEMORY_CHARS] for t in texts))
     encoded = active_embedder().encode(keys)
-    with_episode = set(Memory.objects.filter(kind="episode", sources__message_id__in=[m.id for m in todo])
-                       .exclude(status="forgotten").values_list("sources__message_id", flat=True))
+    with_episode = set(Memory.objects.filter(kind=MemoryKind.EPISODE, sources__message_id__in=[m.id for m in todo])
+                       .exclude(status=MemoryStatus.FORGOTTEN).values_list("sources__message_id", flat=True))
     batch = Batch(dict(zip(keys, encoded)), with_episode)
     totals: dict[str, int] = {}
     with projections_deferred():  # one projection task for the batch's writes

@@ -1,6 +1,7 @@
 """What an extractor is shown beside the message: the user's standing memories (with short ids, so
 an LLM can name one to update) and the conversation's last turns."""
 from conversations.models import Message
+from memory.choices import MemoryKind, MemoryScope, MemoryStatus
 from memory.models import Memory
 from memory.selectors.maintenance import EXTRACTABLE_ROLES
 
@@ -11,8 +12,8 @@ RECENT_TURNS = 4
 def existing_for(message: Message) -> tuple[list, dict[int, int]]:
     from memory.extraction import ExistingMemory
 
-    rows = list(Memory.objects.filter(org_id=message.org_id, user_id=message.user_id, status="active", scope="user")
-                .exclude(kind="episode").order_by("-id").values_list("id", "kind", "content", "slot_key")[:EXISTING_SHOWN])
+    rows = list(Memory.objects.filter(org_id=message.org_id, user_id=message.user_id, status=MemoryStatus.ACTIVE, scope=MemoryScope.USER)
+                .exclude(kind=MemoryKind.EPISODE).order_by("-id").values_list("id", "kind", "content", "slot_key")[:EXISTING_SHOWN])
     shown, short_to_id = [], {}
     for short_id, (memory_id, kind, content, slot_key) in enumerate(rows, start=1):
         shown.append(ExistingMemory(short_id=short_id, kind=kind, content=content, slot_key=slot_key))

@@ -13,6 +13,7 @@ from django.utils import timezone
 from conversations.models import Conversation, HistorySummary, Message
 from conversations.services import messages_redact
 from memory.cache import memory_cache, user_generation_bump
+from memory.choices import MemoryStatus
 from memory.enqueue import FORGET_REQUEST_EXECUTE, MEMORY_POINTS_DELETE, enqueue
 from memory.models import ForgetRequest, ForgetRule, Memory, MemoryEmbedding, MemorySource, MemoryTerms, MemoryVersion
 from memory.selectors.recall_pipeline import RecallQuery, recall
@@ -36,7 +37,7 @@ def forget_preview(*, org: Org, user_id: str, query: str, k: int = 20) -> list[t
                if i.parts["cosine"] >= settings.FORGET_PREVIEW_MIN_COSINE or i.parts["keyword"] >= 0.5}
     message_ids = set(MemorySource.objects.filter(memory_id__in=matched, message_id__isnull=False)
                       .values_list("message_id", flat=True))
-    related = Memory.objects.filter(org=org, user_id=user_id, status="active", sources__message_id__in=message_ids)
+    related = Memory.objects.filter(org=org, user_id=user_id, status=MemoryStatus.ACTIVE, sources__message_id__in=message_ids)
     for memory in related.distinct():
         if memory.id not in matched:
             matched[memory.id] = (memory, 0.0)
@@ -91,7 +92,7 @@ def _memory_forget(memory_id: int, request: ForgetRequest | None) -> tuple[bool,
             return False, []
         message_ids = list(MemorySource.objects.filter(memory=memory, message_id__isnull=False)
                            .values_list("message_id", flat=True))
-        if memory.status == "forgotten":
+        if memory.status == MemoryStatus.FORGOTTEN:
             return False, message_ids
         vectors = {row.model_id: row.vector for row in MemoryEmbedding.objects.filter(memory=memory)}
         hashes = set(MemoryVersion.objects.filter(memory=memory).values_list("content_hash", flat=True)) | {memory.content_hash}
@@ -103,8 +104,8 @@ def _memory_forget(memory_id: int, request: ForgetRequest | None) -> tuple[bool,
         MemoryEmbedding.objects.filter(memory=memory).delete()
         MemoryTerms.objects.filter(memory=memory).delete()  # words of the content, like its vectors
         Memory.objects.filter(id=memory.id).update(
-            content="", metadata={}, status="forgotten", active_hash=None, invalidated_at=timezone.now(), invalid_reason="forgotten",
-            version=memory.version + 1, updated_at=timezone.now())
+            content="", metadata={}, status=MemoryStatus.FORGOTTEN, active_hash=None, invalidated_at=timezone.now(),
+            invalid_reason="forgotten", version=memory.version + 1, updated_at=timezone.now())
         audit_record(org=memory.org, actor=f"forget_request:{request.id}" if request else "system", actor_kind="system",
                      action="memory.forget", target_type="memory", target_id=str(memory.id),
                      detail={"version": memory.version + 1})

@@ -10,7 +10,7 @@ another conversation. They are found two ways:
   does not separate an echo from a sentence on the same topic (both near 0.55 with the default
   embedder), so the score adds how much of the forgotten text's character bigrams and codes the
   episode repeats, and an episode that carries other numbers/codes than the fact is not its echo
-  ("2号收割机…" does not echo "1号收割机…"). Calibrated on memory/evaluation/data/echo_pairs.jsonl
+  ("2号收割机…" does not echo "1号收割机…"). Calibrated on evaluation/data/echo_pairs.jsonl
   (docs/evaluation.md, "Forget echoes"); `FORGET_ECHO_MIN_SCORE` overrides.
 
 Runs before the targets are redacted (it reads their content and vectors).
@@ -25,6 +25,7 @@ from django.db.models import Q
 
 from conversations.models import Message
 from conversations.textutil import cjk_ratio
+from memory.choices import MemoryKind, MemoryStatus
 from memory.models import Memory, MemoryEmbedding, MemorySource
 from memory.vectors import active_embedder, from_bytes, similarity
 
@@ -95,7 +96,7 @@ def forget_echoes(*, org_id: int, user_id: str, memory_ids: list[int]) -> list[E
     acks = _acknowledgements(set(sources))
     linked = {**{m: ("source message", t) for m, t in sources.items()},
               **{a: ("acknowledgement", sources[u]) for a, u in acks.items()}}
-    episodes = Memory.objects.filter(org_id=org_id, user_id=user_id, kind="episode", status="active")
+    episodes = Memory.objects.filter(org_id=org_id, user_id=user_id, kind=MemoryKind.EPISODE, status=MemoryStatus.ACTIVE)
     for episode in episodes.filter(sources__message_id__in=linked).exclude(id__in=targets).distinct():
         message_id = next(m for m in episode.sources.values_list("message_id", flat=True) if m in linked)
         why, of = linked[message_id]
@@ -106,7 +107,7 @@ def forget_echoes(*, org_id: int, user_id: str, memory_ids: list[int]) -> list[E
 
 def _similar_echoes(org_id: int, user_id: str, targets: dict[int, Memory], episodes, found: dict[int, Echo]) -> None:
     embedder = active_embedder()
-    with_text = {i: m for i, m in targets.items() if m.status != "forgotten" and m.content}
+    with_text = {i: m for i, m in targets.items() if m.status != MemoryStatus.FORGOTTEN and m.content}
     fact_vectors = dict(MemoryEmbedding.objects.filter(memory_id__in=with_text, model_id=embedder.model_id)
                         .values_list("memory_id", "vector"))
     if not fact_vectors:

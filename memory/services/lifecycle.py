@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db.models import Count
 from django.utils import timezone
 
+from memory.choices import MemoryKind, MemoryStatus
 from memory.models import Memory
 from memory.services.memories import memory_invalidate
 from tenancy.models import Org
@@ -39,11 +40,11 @@ def memories_expire(*, now: datetime | None = None, batch: int = 1000) -> int:
     now = now or timezone.now()
     expired = 0
     while True:
-        ids = list(Memory.objects.filter(status="active", valid_to__isnull=False, valid_to__lte=now)
+        ids = list(Memory.objects.filter(status=MemoryStatus.ACTIVE, valid_to__isnull=False, valid_to__lte=now)
                    .values_list("id", flat=True)[:batch])
         for memory_id in ids:
             memory_invalidate(memory_id=memory_id, reason="expired", actor="beat:expire", actor_kind="system",
-                              status="expired")
+                              status=MemoryStatus.EXPIRED)
         expired += len(ids)
         if len(ids) < batch:
             break
@@ -55,7 +56,7 @@ def memories_expire(*, now: datetime | None = None, batch: int = 1000) -> int:
 def user_evict(*, org: Org, user_id: str, now: datetime | None = None) -> int:
     now = now or timezone.now()
     capacity = org.memory_capacity or settings.DEFAULT_MEMORY_CAPACITY
-    standing = list(Memory.objects.filter(org=org, user_id=user_id, status="active").exclude(kind="episode")
+    standing = list(Memory.objects.filter(org=org, user_id=user_id, status=MemoryStatus.ACTIVE).exclude(kind=MemoryKind.EPISODE)
                     .only("id", "importance", "access_count", "last_accessed_at", "created_at"))
     excess = len(standing) - capacity
     if excess <= 0:
@@ -71,7 +72,7 @@ def memories_evict(*, now: datetime | None = None) -> int:
     """Every user above capacity (org setting, else DEFAULT_MEMORY_CAPACITY) is brought back to it."""
     smallest = min([settings.DEFAULT_MEMORY_CAPACITY] +
                    list(Org.objects.filter(memory_capacity__isnull=False).values_list("memory_capacity", flat=True)))
-    crowded = (Memory.objects.filter(status="active").exclude(kind="episode").values("org_id", "user_id")
+    crowded = (Memory.objects.filter(status=MemoryStatus.ACTIVE).exclude(kind=MemoryKind.EPISODE).values("org_id", "user_id")
                .annotate(n=Count("id")).filter(n__gt=smallest))
     orgs = {o.id: o for o in Org.objects.filter(id__in={row["org_id"] for row in crowded})}
     return sum(user_evict(org=orgs[row["org_id"]], user_id=row["user_id"], now=now) for row in crowded)

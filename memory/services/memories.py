@@ -15,12 +15,12 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from conversations.textutil import cjk_ratio
+from conversations.textutil import cjk_ratio, content_hash
+from memory.choices import MemoryAssertion, MemoryKind, MemoryScope, MemoryStatus
 from memory.enqueue import sync_after_commit
 from memory.models import EntityLink, Memory, MemoryEmbedding, MemorySource, MemoryVersion, MemoryWriteLock
 from memory.services.forget_rules import forget_rule_matches, forget_rule_verdict
 from memory.services.subject_tier import STANDING_KINDS, conflicts_record, distinct_statements, other_attribute, subject_decisions
-from memory.textnorm import content_hash
 from memory.thresholds import thresholds_for
 from memory.vectors import active_embedder, from_bytes, similarity, to_bytes
 from tenancy.db import retry_on_contention
@@ -29,7 +29,7 @@ from tenancy.services import audit_record
 
 logger = logging.getLogger(__name__)
 
-SINGLE_VALUED_KINDS = {"preference", "fact", "context"}
+SINGLE_VALUED_KINDS = {MemoryKind.PREFERENCE, MemoryKind.FACT, MemoryKind.CONTEXT}
 SAME_SLOT_DUPLICATE = 0.97  # within one slot only a near-verbatim restatement is a duplicate
 
 
@@ -46,7 +46,7 @@ class MemoryInput:
     user_id: str
     kind: str
     content: str
-    assertion: str = "user_stated"
+    assertion: str = MemoryAssertion.USER_STATED
     slot_key: str | None = None
     scope: str = "user"
     conversation_id: int | None = None
@@ -88,9 +88,9 @@ def _similar_active(inp: MemoryInput, vector: np.ndarray, model_id: str) -> list
     slot key plus the most recent SEMANTIC_DEDUP_WINDOW others (bounded work per write)."""
     # A standing statement is compared with every standing memory: "提醒我的时候用短信" (fact) and
     # "以后都用微信提醒我" (preference) are about one subject.
-    kinds = sorted(STANDING_KINDS) if inp.kind in STANDING_KINDS and inp.scope == "user" else [inp.kind]
-    base = Memory.objects.filter(org=inp.org, user_id=inp.user_id, kind__in=kinds, scope=inp.scope, status="active")
-    if inp.scope == "task":
+    kinds = sorted(STANDING_KINDS) if inp.kind in STANDING_KINDS and inp.scope == MemoryScope.USER else [inp.kind]
+    base = Memory.objects.filter(org=inp.org, user_id=inp.user_id, kind__in=kinds, scope=inp.scope, status=MemoryStatus.ACTIVE)
+    if inp.scope == MemoryScope.TASK:
         base = base.filter(conversation_id=inp.conversation_id)
     rows = {m.id: m for m in base.order_by("-id")[: settings.SEMANTIC_DEDUP_WINDOW]}
     if inp.slot_key:
@@ -164,10 +164,10 @@ def _semantic_duplicate(inp: MemoryInput, similar: list[tuple[Memory, float]], t
 
 def _supersede_targets(inp: MemoryInput, similar: list[tuple[Memory, float]], sup_threshold: float,
                        decisions: dict[int, object]) -> list[Memory]:
-    if inp.kind == "episode":
+    if inp.kind == MemoryKind.EPISODE:
         return []
     targets = {m.id: m for m in Memory.objects.filter(id__in=inp.supersedes, org=inp.org, user_id=inp.user_id,
-                                                      status="active")} if inp.supersedes else {}
+                                                      status=MemoryStatus.ACTIVE)} if inp.supersedes else {}
     slot_replaces = inp.slot_key and (inp.kind in SINGLE_VALUED_KINDS or inp.change)
     entity_ids = set(inp.entity_ids)
     for memory, sim in similar:
@@ -181,6 +181,34 @@ def _supersede_targets(inp: MemoryInput, similar: list[tuple[Memory, float]], su
                 entity_ids & set(memory.entity_links.values_list("entity_id", flat=True)):
             targets[memory.id] = memory
     return list(targets.values())
+
+
+def audit_restated(inp: MemoryInput, memory: Memory, after_rule: tuple) -> None:
+    # Said again after it was forgotten: stored, and the rule it would have matched is on record.
+    audit_record(org=inp.org, actor=inp.actor or inp.created_by, actor_kind="system",
+                 action="memory.restated_after_forget", target_type="memory", target_id=str(memory.id),
+                 detail={"forget_rule": after_rule[0], "forget_request": after_rule[2], "kind": memory.kind})
+    logger.info("memory restated after forget id=%s rule=%s", memory.id, after_rule[0])
+
+
+def _supersede(memory: Memory, targets: list[Memory]) -> list[int]:
+    """Mark the targets superseded by the new memory (inside memory_write's transaction); their ids."""
+    superseded = []
+    for old in targets:
+        Memory.objects.filter(id=old.id).update(status=MemoryStatus.SUPERSEDED, superseded_by=memory, active_hash=None,
+                                                version=F("version") + 1, updated_at=timezone.now())
+        superseded.append(old.id)
+    return superseded
+
+
+def _sync_and_audit(inp: MemoryInput, memory: Memory, superseded: list[int]) -> None:
+    """Project the new memory and the ones it superseded after COMMIT, and audit each supersede."""
+    versions = dict(Memory.objects.filter(id__in=superseded).values_list("id", "version"))
+    sync_after_commit([(memory.id, memory.version)] + list(versions.items()), inp.org.id, inp.user_id)
+    for old_id in superseded:
+        audit_record(org=inp.org, actor=inp.actor or inp.created_by, actor_kind="system" if inp.created_by == "extractor" else "api",
+                     action="memory.supersede", target_type="memory", target_id=str(old_id),
+                     detail={"superseded_by": memory.id})
 
 
 @retry_on_contention
@@ -201,12 +229,12 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
         if blocked:
             logger.info("memory write blocked by forget rule org=%s", inp.org.id)
             return WriteOutcome("blocked", None)
-        if dedup and inp.kind != "episode":
+        if dedup and inp.kind != MemoryKind.EPISODE:
             existing = Memory.objects.filter(org=inp.org, user_id=inp.user_id, kind=inp.kind, active_hash=digest).first()
             if existing is not None:
                 _touch_duplicate(existing, inp)
                 return WriteOutcome("duplicate", existing, similarity=1.0)
-        similar = _similar_active(inp, vector, embedder.model_id) if dedup and inp.kind != "episode" else []
+        similar = _similar_active(inp, vector, embedder.model_id) if dedup and inp.kind != MemoryKind.EPISODE else []
         duplicate = _semantic_duplicate(inp, similar, limits.duplicate)
         if duplicate is not None:
             _touch_duplicate(duplicate[0], inp)
@@ -231,23 +259,10 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
             return WriteOutcome("duplicate", existing, similarity=1.0)
         _store_embedding(memory, vector, embedder.model_id, new=True)
         if after_rule is not None:
-            # Said again after it was forgotten: stored, and the rule it would have matched is on record.
-            audit_record(org=inp.org, actor=inp.actor or inp.created_by, actor_kind="system",
-                         action="memory.restated_after_forget", target_type="memory", target_id=str(memory.id),
-                         detail={"forget_rule": after_rule[0], "forget_request": after_rule[2], "kind": memory.kind})
-            logger.info("memory restated after forget id=%s rule=%s", memory.id, after_rule[0])
-        superseded = []
-        for old in targets:
-            Memory.objects.filter(id=old.id).update(status="superseded", superseded_by=memory, active_hash=None,
-                                                    version=F("version") + 1, updated_at=timezone.now())
-            superseded.append(old.id)
+            audit_restated(inp, memory, after_rule)
+        superseded = _supersede(memory, targets)
         conflicts = conflicts_record(memory, similar, decisions, set(superseded))
-        versions = dict(Memory.objects.filter(id__in=superseded).values_list("id", "version"))
-        sync_after_commit([(memory.id, memory.version)] + list(versions.items()), inp.org.id, inp.user_id)
-        for old_id in superseded:
-            audit_record(org=inp.org, actor=inp.actor or inp.created_by, actor_kind="system" if inp.created_by == "extractor" else "api",
-                         action="memory.supersede", target_type="memory", target_id=str(old_id),
-                         detail={"superseded_by": memory.id})
+        _sync_and_audit(inp, memory, superseded)
     logger.info("memory written id=%s v=%s reason=%s superseded=%s conflicts=%s", memory.id, memory.version, reason,
                 superseded, conflicts)
     return WriteOutcome("superseded" if superseded else "added", memory, superseded=superseded, conflicts=conflicts)
@@ -268,8 +283,8 @@ def new_memory_row(inp: MemoryInput, digest: str) -> Memory:
     created_at = inp.created_at or timezone.now()
     memory = Memory(
         org=inp.org, user_id=inp.user_id, scope=inp.scope, conversation_id=inp.conversation_id, kind=inp.kind,
-        assertion=inp.assertion, slot_key=inp.slot_key or None, status="active", content=inp.content,
-        content_hash=digest, active_hash=None if inp.kind == "episode" else digest, importance=inp.importance,
+        assertion=inp.assertion, slot_key=inp.slot_key or None, status=MemoryStatus.ACTIVE, content=inp.content,
+        content_hash=digest, active_hash=None if inp.kind == MemoryKind.EPISODE else digest, importance=inp.importance,
         valid_from=inp.valid_from, valid_to=inp.valid_to, occurred_at=inp.occurred_at, created_at=created_at,
         created_by=inp.created_by, version=1, metadata=inp.metadata or {},
     )
@@ -287,7 +302,7 @@ def memory_restated(inp: MemoryInput) -> Memory | None:
     with transaction.atomic():
         _lock_user(inp.org, inp.user_id)
         existing = Memory.objects.filter(org=inp.org, user_id=inp.user_id, kind=inp.kind, slot_key=inp.slot_key,
-                                         status="active").order_by("-id").first()
+                                         status=MemoryStatus.ACTIVE).order_by("-id").first()
         if existing is not None:
             _touch_duplicate(existing, inp)
     return existing
@@ -308,11 +323,11 @@ def memory_update(*, memory_id: int, content: str, actor: str, created_by: str =
     digest = content_hash(content)
     with transaction.atomic():
         memory = Memory.objects.select_for_update().get(id=memory_id)  # serialise concurrent edits
-        if memory.status != "active":
+        if memory.status != MemoryStatus.ACTIVE:
             raise ValueError("only active memories can be updated")
         n = memory.versions.count() + 1
         memory.content, memory.content_hash = content, digest
-        memory.active_hash = None if memory.kind == "episode" else digest
+        memory.active_hash = None if memory.kind == MemoryKind.EPISODE else digest
         memory.version += 1
         fields = ["content", "content_hash", "active_hash", "version", "updated_at"]
         for name, value in (("importance", importance), ("valid_from", valid_from), ("valid_to", valid_to),
@@ -339,7 +354,7 @@ def memory_annotate(*, memory_id: int, actor: str, metadata: dict | None = None,
     version; the row version still moves so projections pick up the new expiry."""
     with transaction.atomic():
         memory = Memory.objects.select_for_update().get(id=memory_id)
-        if memory.status != "active":
+        if memory.status != MemoryStatus.ACTIVE:
             raise ValueError("only active memories can be updated")
         fields = ["version", "updated_at"]
         if metadata is not None:
@@ -359,7 +374,7 @@ def memory_annotate(*, memory_id: int, actor: str, metadata: dict | None = None,
 
 @retry_on_contention
 def memory_invalidate(*, memory_id: int, reason: str, actor: str, actor_kind: str = "api",
-                      status: str = "invalidated") -> Memory:
+                      status: str = MemoryStatus.INVALIDATED) -> Memory:
     with transaction.atomic():
         memory = Memory.objects.select_for_update().get(id=memory_id)
         if memory.status == status:

@@ -3,10 +3,9 @@ standing candidate duplicates, supersedes or may conflict with. Called inside me
 transaction, with the user's write lock held."""
 from __future__ import annotations
 
+from memory.choices import STANDING_KINDS, MemoryScope
 from memory.models import Memory
 from memory.vectors import active_embedder
-
-STANDING_KINDS = {"preference", "fact"}
 
 
 def distinct_statements(older: str, newer: str) -> bool:
@@ -20,7 +19,7 @@ def subject_decisions(inp, similar: list[tuple[Memory, float]], limits) -> dict[
     """Subject matching (memory/subjects) of a standing candidate against the standing memories."""
     from memory.subjects import Existing, judge
 
-    if inp.kind not in STANDING_KINDS or inp.scope != "user" or not similar:
+    if inp.kind not in STANDING_KINDS or inp.scope != MemoryScope.USER or not similar:
         return {}
     existing = [Existing(id=m.id, content=m.content, kind=m.kind, slot_key=m.slot_key, full=sim)
                 for m, sim in similar if m.kind in STANDING_KINDS]

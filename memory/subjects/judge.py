@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, replace
 
 import numpy as np
+from cachetools import LRUCache
 
-from memory.subjects.match import STANDING_KINDS, Decision, decide, pair_features, subject_score
+from memory.choices import STANDING_KINDS
+from memory.subjects.match import Decision, decide, pair_features, subject_score
 from memory.subjects.parts import parse
 
 __all__ = ["Existing", "judge", "masked_similarity"]
@@ -17,8 +18,8 @@ __all__ = ["Existing", "judge", "masked_similarity"]
 # decided without embedding anything; of the rest, only the closest few are embedded.
 MAX_EMBEDDED = 8
 _CACHE_SIZE = 4096
-_cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
-_cache_lock = threading.Lock()
+_cache: LRUCache[tuple[str, str], np.ndarray] = LRUCache(maxsize=_CACHE_SIZE)
+_cache_lock = threading.Lock()  # cachetools caches are not thread-safe
 
 
 @dataclass(frozen=True)
@@ -36,8 +37,7 @@ def _masked_vectors(embedder, texts: list[str]) -> list[np.ndarray]:
     with _cache_lock:
         for t in texts:
             if (model, t) in _cache:
-                _cache.move_to_end((model, t))
-                out[t] = _cache[(model, t)]
+                out[t] = _cache[(model, t)]  # a read counts as a use
     todo = list(dict.fromkeys(t for t in texts if t not in out))
     if todo:
         encoded = embedder.encode(todo)
@@ -45,8 +45,6 @@ def _masked_vectors(embedder, texts: list[str]) -> list[np.ndarray]:
             for t, v in zip(todo, encoded):
                 out[t] = v
                 _cache[(model, t)] = v
-            while len(_cache) > _CACHE_SIZE:
-                _cache.popitem(last=False)
     return [out[t] for t in texts]
 
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from memory.choices import STANDING_KINDS, MemoryKind
 from memory.subjects.parts import StatementParts
 
 __all__ = ["Decision", "PairFeatures", "decide", "distinct", "pair_features", "subject_score"]
 
-STANDING_KINDS = frozenset({"preference", "fact"})
 _SPECIFIC = frozenset({"loc", "have", "name"})
 _GENERIC_HEADS = frozenset({"@be", "@change", "@have"})
 
@@ -163,7 +163,7 @@ def subject_score(f: PairFeatures, *, masked_lo: float, masked_hi: float) -> flo
 
 
 def decide(f: PairFeatures, *, same: float, conflict: float, masked_lo: float, masked_hi: float,
-           duplicate: float, kinds: tuple[str, str] = ("fact", "fact")) -> Decision:
+           duplicate: float, kinds: tuple[str, str] = (MemoryKind.FACT, MemoryKind.FACT)) -> Decision:
     """What the newer statement does to the older one. Events (and anything not standing) never
     replace anything; a pair on the same subject is a duplicate when it states the same value."""
     if not all(k in STANDING_KINDS for k in kinds):

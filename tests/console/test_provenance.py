@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from memory.admin_detail import forget_requests_matching, memory_end, versions_with_diffs
+from console.memory_detail import forget_requests_matching, memory_end, versions_with_diffs
 from memory.models import ForgetRequest, Memory
 from memory.services.lifecycle import memories_expire
 from memory.services.memories import memory_invalidate

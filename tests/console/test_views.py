@@ -9,10 +9,10 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from console.memory_detail import supersede_chain, version_diff
 from conversations.models import EntityMention, Message
 from conversations.services import conversation_create, messages_append
 from entities.services import entity_upsert
-from memory.admin import supersede_chain, version_diff
 from memory.models import ForgetRequest, Memory, MemoryVersion
 from memory.services.forget import forget_request_create
 from memory.services.memories import SourceRef, memory_update

@@ -9,7 +9,7 @@ import pytest
 from conversations.textutil import cjk_ratio
 from memory.services.forget_echoes import codes, echo_score, grams, is_echo
 
-PAIRS = Path(__file__).resolve().parents[2] / "memory" / "evaluation" / "data" / "echo_pairs.jsonl"
+PAIRS = Path(__file__).resolve().parents[2] / "evaluation" / "data" / "echo_pairs.jsonl"
 pytestmark = pytest.mark.django_db
 
 

@@ -89,7 +89,7 @@ def all_logging(caplog):
 def _commit_each_call(monkeypatch):
     """The runner's APIClient is a plain one: run each call's on-commit work (extraction,
     projections, forgetting) as a real commit would, inside the test's transaction."""
-    from memory.evaluation.runner import CaseRunner
+    from evaluation.runner import CaseRunner
 
     original = CaseRunner.call
 
@@ -114,7 +114,7 @@ def _texts_of(cases) -> set[str]:
 def test_no_message_or_memory_text_in_logs(all_logging, monkeypatch, org):
     if not SCENARIOS.exists():
         pytest.skip(f"public scenario file not found at {SCENARIOS}")
-    from memory.evaluation.runner import CaseRunner, load_cases, new_run_id
+    from evaluation.runner import CaseRunner, load_cases, new_run_id
 
     capture, caplog = all_logging
     cases = load_cases(str(SCENARIOS))

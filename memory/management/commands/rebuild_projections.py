@@ -1,10 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
-from tqdm import tqdm
 
+from memory.management.projection_runs import ENQUEUE_HELP, progress_bar
 from memory.vector_index import VectorIndexUnavailable
-
-ENQUEUE_HELP = ("Queue the run for the process that owns the vector index (on a single node with the embedded "
-                "shard, the web process consuming CELERY_VECTOR_QUEUE) instead of running it here.")
 
 
 class Command(BaseCommand):
@@ -27,11 +24,7 @@ class Command(BaseCommand):
             self.stdout.write(f"queued {result.id}")
             return
 
-        with tqdm(total=0, unit="mem", file=self.stderr, disable=options["verbosity"] == 0) as bar:
-            def progress(done: int, total: int) -> None:
-                bar.total = total
-                bar.update(done - bar.n)
-
+        with progress_bar(self, options["verbosity"]) as progress:
             try:
                 counts = projections_rebuild(progress=progress, batch=batch, optimize=not no_optimize)
             except VectorIndexUnavailable as exc:

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.management.commands.rebuild_projections import ENQUEUE_HELP
+from memory.management.projection_runs import ENQUEUE_HELP
 from memory.vector_index import VectorIndexUnavailable
 
 

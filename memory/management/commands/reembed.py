@@ -1,7 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
-from tqdm import tqdm
 
-from memory.management.commands.rebuild_projections import ENQUEUE_HELP
+from memory.management.projection_runs import ENQUEUE_HELP, progress_bar
 from memory.vector_index import VectorIndexUnavailable
 
 
@@ -28,11 +27,7 @@ class Command(BaseCommand):
             self.stdout.write(f"queued {result.id}")
             return
 
-        with tqdm(total=0, unit="mem", file=self.stderr, disable=options["verbosity"] == 0) as bar:
-            def progress(done: int, total: int) -> None:
-                bar.total = total
-                bar.update(done - bar.n)
-
+        with progress_bar(self, options["verbosity"]) as progress:
             try:
                 counts = reembed(model=model, progress=progress, batch=batch, optimize=optimize)
             except VectorIndexUnavailable as exc:

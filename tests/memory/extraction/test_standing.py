@@ -6,7 +6,7 @@ from datetime import datetime
 
 import pytest
 
-from memory.evaluation.standing_set import classify, load, score
+from evaluation.standing_set import classify, load, score
 from memory.extraction import ExistingMemory, ExtractionInput
 from memory.extraction.rules import RuleExtractor
 

@@ -18,24 +18,23 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from memory.admin_detail import (  # noqa: F401  (version_diff and supersede_chain are imported from here by tests)
+from console.forget_admin import APPROVE_PERMISSION, forget_request_submit, operator_name
+from console.memory_detail import (
     forget_requests_for,
-    forget_requests_matching,
     memory_end,
     supersede_chain,
-    version_diff,
     versions_with_diffs,
 )
-from memory.admin_forget import APPROVE_PERMISSION, operator_name
-from memory.admin_list import (
+from console.memory_list import (
     EntityFilter,
     MemoryListColumns,
     ProjectionFilter,
     UserFilter,
     snippet,
 )
+from memory.choices import MemoryStatus
 from memory.models import EntityLink, Memory
-from memory.services.forget import forget_request_create, forget_request_decide
+from memory.services.forget import forget_request_create
 from memory.services.memories import memory_invalidate, memory_update
 from tenancy.models import AuditEvent
 
@@ -102,13 +101,13 @@ class MemoryAdmin(MemoryListColumns, admin.ModelAdmin):
 
     def get_readonly_fields(self, request, obj=None):
         every = [f for fieldset in self.fieldsets for f in fieldset[1]["fields"]]
-        if obj is not None and obj.status == "active":
+        if obj is not None and obj.status == MemoryStatus.ACTIVE:
             return [f for f in every if f not in self.editable_fields]
         return every
 
     @admin.display(description="content")
     def content_display(self, obj):
-        if obj.status == "forgotten" or not obj.content:
+        if obj.status == MemoryStatus.FORGOTTEN or not obj.content:
             return format_html("<em>{}</em>", "(redacted)")
         return format_html('<div class="console-content">{}</div>', obj.content)
 
@@ -151,8 +150,8 @@ class MemoryAdmin(MemoryListColumns, admin.ModelAdmin):
                 "show_save_and_add_another": False,
                 "show_delete": False,
                 # Only an active memory has editable fields; a Save button on the others would do nothing.
-                "show_save": memory.status == "active",
-                "show_save_and_continue": memory.status == "active",
+                "show_save": memory.status == MemoryStatus.ACTIVE,
+                "show_save_and_continue": memory.status == MemoryStatus.ACTIVE,
             })
         return super().change_view(request, object_id, form_url, extra_context)
 
@@ -184,7 +183,7 @@ class MemoryAdmin(MemoryListColumns, admin.ModelAdmin):
 
     def edit_content_view(self, request, object_id):
         memory = self._memory_for_action(request, object_id)
-        if memory.status != "active":
+        if memory.status != MemoryStatus.ACTIVE:
             messages.error(request, f"Memory {memory.id} is {memory.status}; only active memories can be edited.")
             return self._back(memory)
         form = EditContentForm(request.POST or None, initial={"content": memory.content})
@@ -223,17 +222,9 @@ class MemoryAdmin(MemoryListColumns, admin.ModelAdmin):
         if request.method == "POST" and "approve_now" in request.POST and not may_approve:
             raise PermissionDenied  # before anything is written: a viewer may only ask
         if request.method == "POST" and form.is_valid():
-            operator = operator_name(request)
-            forget_request = forget_request_create(
-                org=memory.org, subject_user=memory.user_id, requested_by=operator, target="memory",
-                memory_ids=[memory.id], include_messages=form.cleaned_data["include_messages"], via="console")
-            if "approve_now" in request.POST:
-                # The operator who asks is also the one who decides; execution is queued on commit.
-                forget_request_decide(request=forget_request, approve=True, operator=operator)
-                messages.success(request, f"Forget request {forget_request.id} approved; memory {memory.id} is being forgotten.")
-            else:
-                messages.success(request, f"Forget request {forget_request.id} created and waits for approval.")
-            return HttpResponseRedirect(reverse("admin:memory_forgetrequest_change", args=[forget_request.id]))
+            return forget_request_submit(request, approved_note=f"memory {memory.id} is being forgotten.",
+                                         org=memory.org, subject_user=memory.user_id, target="memory",
+                                         memory_ids=[memory.id], include_messages=form.cleaned_data["include_messages"])
         from memory.services.forget_echoes import forget_echoes
 
         echoes = forget_echoes(org_id=memory.org_id, user_id=memory.user_id, memory_ids=[memory.id])
@@ -250,7 +241,7 @@ class MemoryAdmin(MemoryListColumns, admin.ModelAdmin):
     @admin.action(description="Invalidate selected memories", permissions=["change"])
     def invalidate_selected(self, request, queryset):
         done = 0
-        for memory_id in queryset.filter(status="active").values_list("id", flat=True):
+        for memory_id in queryset.filter(status=MemoryStatus.ACTIVE).values_list("id", flat=True):
             memory_invalidate(memory_id=memory_id, reason="operator", actor=operator_name(request), actor_kind="operator")
             done += 1
         self.message_user(request, f"Invalidated {done} memory(ies).", messages.SUCCESS)
@@ -258,7 +249,7 @@ class MemoryAdmin(MemoryListColumns, admin.ModelAdmin):
     @admin.action(description="Request forgetting of selected memories (pending approval)", permissions=["change"])
     def forget_selected(self, request, queryset):
         groups = defaultdict(list)
-        for memory in queryset.exclude(status="forgotten").select_related("org"):
+        for memory in queryset.exclude(status=MemoryStatus.FORGOTTEN).select_related("org"):
             groups[(memory.org, memory.user_id)].append(memory.id)
         created = [forget_request_create(org=org, subject_user=user_id, requested_by=operator_name(request), target="memory",
                                          memory_ids=ids, via="console").id for (org, user_id), ids in groups.items()]

@@ -1,7 +1,7 @@
 """Aggregate metrics of a scenario run (FORMAT.md "Metrics the runner reports")."""
 import math
 
-from memory.evaluation.runner import CaseResult, ProbeResult
+from evaluation.runner import CaseResult, ProbeResult
 
 
 def _pct(values: list[float], q: float) -> float | None:

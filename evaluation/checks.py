@@ -171,3 +171,32 @@ def check_erased(erased: dict, items: list[dict], context: dict | None) -> list[
         if norm(s) in text:
             out.append(f"erased.contains {s!r} in the assembled context")
     return out
+
+
+def expectation_failures(expect: dict, items: list[dict], context: dict, labels: dict[str, int], *,
+                         budget: int | None) -> list[list[str]]:
+    """The failures of each expectation of a probe but `entity` (the runner resolves that one), one
+    list per expectation, empty where it is met; the report keeps this order."""
+    out: list[list[str]] = []
+    if "contains" in expect:
+        out += [check_contains([s], items) for s in expect["contains"]]
+    if "sources" in expect:
+        out += [check_sources([r], items) for r in expect["sources"]]
+    if "labels" in expect:
+        out += [check_labels([lab], items, labels) for lab in expect["labels"]]
+    if "items" in expect:
+        out += [check_items([spec], items) for spec in expect["items"]]
+    if "top" in expect:
+        top = [expect["top"]] if isinstance(expect["top"], str) else expect["top"]
+        out += [check_top(s, items) for s in top]
+    if "standing" in expect:
+        out += [check_standing([s], items) for s in expect["standing"]]
+    if "unique" in expect:
+        out += [check_unique([s], items) for s in expect["unique"]]
+    if "context" in expect:
+        out += [check_context([s], context) for s in expect["context"]]
+    if expect.get("within_budget"):
+        out.append(check_within_budget(budget, context))
+    if expect.get("tool_pairs_intact"):
+        out.append(check_tool_pairs(context))
+    return out

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 from rest_framework.test import APIClient
 
-from memory.evaluation import checks
-from memory.evaluation.schema import ScenarioFormatError, validate_case
+from evaluation import checks
+from evaluation.schema import ScenarioFormatError, validate_case
 from tenancy.services import api_key_create, org_get_or_create
 
 
@@ -181,7 +181,7 @@ class CaseRunner:
 
     # ------------------------------------------------------------------ probes
     def _dense(self, org: str, user: str, query: str, k: int, at: str, conversation_id: int) -> list[dict]:
-        from memory.evaluation.dense import dense_recall
+        from evaluation.dense import dense_recall
 
         return dense_recall(org=org_get_or_create(slug=self._org_slug(org)), user_id=user, query=query, k=k,
                             at=at, conversation_id=conversation_id)
@@ -222,28 +222,7 @@ class CaseRunner:
                                        {"text": step["query"], "conversation_id": conversation_id}, "resolve")
             except Unsupported:
                 failures.append("unsupported: entity resolution")
-        per_expectation = []
-        if "contains" in expect:
-            per_expectation += [checks.check_contains([s], items) for s in expect["contains"]]
-        if "sources" in expect:
-            per_expectation += [checks.check_sources([r], items) for r in expect["sources"]]
-        if "labels" in expect:
-            per_expectation += [checks.check_labels([lab], items, self.labels) for lab in expect["labels"]]
-        if "items" in expect:
-            per_expectation += [checks.check_items([spec], items) for spec in expect["items"]]
-        if "top" in expect:
-            top = [expect["top"]] if isinstance(expect["top"], str) else expect["top"]
-            per_expectation += [checks.check_top(s, items) for s in top]
-        if "standing" in expect:
-            per_expectation += [checks.check_standing([s], items) for s in expect["standing"]]
-        if "unique" in expect:
-            per_expectation += [checks.check_unique([s], items) for s in expect["unique"]]
-        if "context" in expect:
-            per_expectation += [checks.check_context([s], context) for s in expect["context"]]
-        if expect.get("within_budget"):
-            per_expectation.append(checks.check_within_budget(step.get("budget"), context))
-        if expect.get("tool_pairs_intact"):
-            per_expectation.append(checks.check_tool_pairs(context))
+        per_expectation = checks.expectation_failures(expect, items, context, self.labels, budget=step.get("budget"))
         if "entity" in expect:
             entity_failures = checks.check_entity(expect["entity"], resolution)
             result.entity_ok = not entity_failures and resolution is not None

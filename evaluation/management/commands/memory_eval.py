@@ -7,9 +7,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-from memory.evaluation.metrics import compute, source_scores
-from memory.evaluation.runner import CaseRunner, load_cases, new_run_id
-from memory.evaluation.schema import ScenarioFormatError
+from evaluation.metrics import compute, source_scores
+from evaluation.runner import CaseRunner, load_cases, new_run_id
+from evaluation.schema import ScenarioFormatError
 
 
 class Command(BaseCommand):

@@ -5,10 +5,10 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from memory.evaluation import checks
-from memory.evaluation.metrics import compute, source_scores
-from memory.evaluation.runner import CaseResult, ProbeResult, load_cases
-from memory.evaluation.schema import ScenarioFormatError
+from evaluation import checks
+from evaluation.metrics import compute, source_scores
+from evaluation.runner import CaseResult, ProbeResult, load_cases
+from evaluation.schema import ScenarioFormatError
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "eval" / "scenarios-zh.jsonl"
 

@@ -23,7 +23,7 @@ from memory.extraction.rules import RuleExtractor
 
 __all__ = ["LABELS", "classify", "load", "score"]
 
-DATA_DIR = Path(__file__).resolve().parent.parent.parent / "evaluation" / "data"
+DATA_DIR = Path(__file__).resolve().parent / "data"
 LABELS = ("fact", "preference", "event", "task", "none")
 STANDING = ("fact", "preference")
 _AT = datetime.fromisoformat("2026-05-12T10:00:00+08:00")

@@ -5,12 +5,13 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
+from memory.choices import MemoryStatus
 from memory.models import Memory, MemorySource
 from tenancy.admin import TextInputFilter
 
 
 def snippet(memory: Memory, length: int = 90) -> str:
-    if memory.status == "forgotten" or not memory.content:
+    if memory.status == MemoryStatus.FORGOTTEN or not memory.content:
         return "(redacted)"
     return Truncator(memory.content).chars(length)
 

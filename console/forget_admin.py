@@ -10,17 +10,10 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from memory.admin_detail import (  # noqa: F401  (version_diff and supersede_chain are imported from here by tests)
-    forget_requests_for,
-    forget_requests_matching,
-    memory_end,
-    supersede_chain,
-    version_diff,
-    versions_with_diffs,
-)
-from memory.admin_list import snippet
+from console.memory_detail import forget_requests_matching
+from console.memory_list import snippet
 from memory.models import ForgetRequest
-from memory.services.forget import forget_request_decide
+from memory.services.forget import forget_request_create, forget_request_decide
 from tenancy.admin import TextInputFilter
 
 logger = logging.getLogger(__name__)
@@ -30,6 +23,20 @@ APPROVE_PERMISSION = "memory.approve_forgetrequest"
 
 def operator_name(request) -> str:
     return request.user.get_username()
+
+
+def forget_request_submit(request, *, approved_note: str, **request_fields) -> HttpResponseRedirect:
+    """File a forget request from a console page (the memory's forget page, forget-a-user); with
+    "approve_now" in the POST the operator who asks also decides, and execution is queued on commit.
+    The caller has checked the approve permission before anything is written."""
+    operator = operator_name(request)
+    forget_request = forget_request_create(requested_by=operator, via="console", **request_fields)
+    if "approve_now" in request.POST:
+        forget_request_decide(request=forget_request, approve=True, operator=operator)
+        messages.success(request, f"Forget request {forget_request.id} approved; {approved_note}")
+    else:
+        messages.success(request, f"Forget request {forget_request.id} created and waits for approval.")
+    return HttpResponseRedirect(reverse("admin:memory_forgetrequest_change", args=[forget_request.id]))
 
 
 # --------------------------------------------------------------------------- forget requests
@@ -171,6 +178,3 @@ class ForgetRequestAdmin(admin.ModelAdmin):
         self.message_user(request, f"Rejected {decided} forget request(s) as {operator_name(request)}."
                           + (f" {skipped} were no longer pending." if skipped else ""), messages.SUCCESS)
 
-
-# The read-only record browsers (versions, sources, entity links, forget rules) register themselves there.
-from memory import admin_records  # noqa: E402,F401

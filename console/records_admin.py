@@ -1,4 +1,4 @@
-"""Read-only record browsers of the memory app in the console (registered on import by memory/admin.py)."""
+"""Read-only record browsers of the memory app in the console (registered on import by console/admin.py)."""
 from django.contrib import admin
 
 from memory.models import EntityLink, ForgetRule, MemorySource, MemoryVersion

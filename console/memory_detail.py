@@ -10,6 +10,7 @@ from collections import defaultdict
 from django.db.models import CharField, Q, QuerySet
 from django.db.models.functions import Cast
 
+from memory.choices import MemoryStatus
 from memory.models import ForgetRequest, ForgetRule, Memory, MemoryConflict, MemorySource, MemoryVersion
 from tenancy.models import AuditEvent
 
@@ -161,17 +162,17 @@ def _state_row(n: int, event: AuditEvent) -> dict:
 
 def memory_end(memory: Memory, events: list[AuditEvent] | None = None) -> dict | None:
     """How a memory that is no longer active ended: the cause, who did it and when. None while active."""
-    if memory.status == "active":
+    if memory.status == MemoryStatus.ACTIVE:
         return None
     events = _end_events(memory) if events is None else events
     event = next((e for e in reversed(events) if END_ACTIONS[e.action] ==
-                  {"superseded": "SUPERSEDE", "forgotten": "FORGET", "invalidated": "INVALIDATE",
-                   "expired": "EXPIRE"}.get(memory.status)), None)
+                  {MemoryStatus.SUPERSEDED: "SUPERSEDE", MemoryStatus.FORGOTTEN: "FORGET",
+                   MemoryStatus.INVALIDATED: "INVALIDATE", MemoryStatus.EXPIRED: "EXPIRE"}.get(memory.status)), None)
     end = {"status": memory.status, "event": event, "by": event.actor if event else "", "by_kind": event.actor_kind if event else "",
            "at": event.at if event else (memory.invalidated_at or memory.updated_at), "request": None, "rules": 0,
            "superseded_by": memory.superseded_by, "conflict": None, "reason": memory.invalid_reason}
     ref = _actor_ref(event.actor) if event else None
-    if memory.status == "forgotten":
+    if memory.status == MemoryStatus.FORGOTTEN:
         if ref and ref[0] == "forget_request":
             end["request"] = ForgetRequest.objects.filter(id=ref[1], org_id=memory.org_id).first()
         if end["request"] is not None:
@@ -181,11 +182,11 @@ def memory_end(memory: Memory, events: list[AuditEvent] | None = None) -> dict |
             end["cause"], end["rule_id"] = f"forget rule {ref[1]}", ref[1]
         else:
             end["cause"] = "forgotten without a request"
-    elif memory.status == "superseded":
+    elif memory.status == MemoryStatus.SUPERSEDED:
         conflict_id = (event.detail or {}).get("conflict") if event else None
         end["conflict"] = MemoryConflict.objects.filter(id=conflict_id).first() if conflict_id else None
         end["cause"] = (f"supersede, resolving conflict {conflict_id}" if conflict_id else "supersede by a newer memory")
-    elif memory.status == "expired":
+    elif memory.status == MemoryStatus.EXPIRED:
         end["cause"] = "expiry rule: its validity ended" + (f" ({memory.valid_to:%Y-%m-%d %H:%M} UTC)" if memory.valid_to else "")
     elif memory.invalid_reason == "evicted":
         end["cause"] = "eviction rule: the user was above their memory capacity and this one had the lowest value"
