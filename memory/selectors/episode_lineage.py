@@ -25,8 +25,9 @@ import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from django.db.models import Q
+from django.db import connection
 
+from config.plain_reads import plain_rows
 from conversations.models import Message
 from conversations.textutil import cjk_ratio, pos_tag
 from memory.choices import MemoryKind, MemoryScope, MemoryStatus
@@ -95,8 +96,8 @@ def _resolve_heads(org_id: int, lineages: list[Lineage]) -> None:
         frontier -= set(status)
         if not frontier:
             break
-        for memory_id, state, next_id in Memory.objects.filter(org_id=org_id, id__in=frontier).values_list(
-                "id", "status", "superseded_by_id"):
+        for memory_id, state, next_id in plain_rows(Memory, ("id", "status", "superseded_by"), frontier, key="id",
+                                                    org=org_id):
             status[memory_id], nxt[memory_id] = state, next_id
         frontier = {n for n in nxt.values() if n}
     for lineage in lineages:
@@ -110,11 +111,30 @@ def _resolve_heads(org_id: int, lineages: list[Lineage]) -> None:
         lineage.refs = heads
 
 
+def _derived_rows(message_ids: set[int]) -> list[tuple]:
+    """(message id, memory id, status, scope, conversation id, superseded by) of the non-episode
+    memories derived from these messages: `MemorySource` joined to `Memory`, as one plain statement."""
+    if not message_ids:
+        return []
+    qn, source, memory = connection.ops.quote_name, MemorySource._meta, Memory._meta
+    s, m = qn(source.db_table), qn(memory.db_table)
+    col = lambda opts, name: qn(opts.get_field(name).column)  # noqa: E731
+    ids = sorted(int(i) for i in message_ids)
+    sql = (f"SELECT DISTINCT {s}.{col(source, 'message')}, {s}.{col(source, 'memory')}, {m}.{col(memory, 'status')}, "
+           f"{m}.{col(memory, 'scope')}, {m}.{col(memory, 'conversation')}, {m}.{col(memory, 'superseded_by')} "
+           f"FROM {s} INNER JOIN {m} ON {s}.{col(source, 'memory')} = {m}.{col(memory, 'id')} "
+           f"WHERE {s}.{col(source, 'message')} IN ({', '.join(['%s'] * len(ids))}) AND NOT ({m}.{col(memory, 'kind')} = %s)")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*ids, MemoryKind.EPISODE.value])
+        return cursor.fetchall()
+
+
 def message_lineage(org_id: int, message_ids: set[int]) -> dict[int, Lineage]:
     """The lineage of each message (assistant acknowledgements inheriting their user turn's)."""
     if not message_ids:
         return {}
-    rows = list(Message.objects.filter(org_id=org_id, id__in=message_ids).values_list("id", "conversation_id", "seq", "role"))
+    # Plain reads (config/plain_reads.py): recall runs these on every call with episodes among its candidates.
+    rows = plain_rows(Message, ("id", "conversation", "seq", "role"), message_ids, key="id", org=org_id)
     # The user turn each assistant turn answers: the message right before it in its conversation.
     answered: dict[int, int] = {}
     previous = {(conv, seq - 1): mid for mid, conv, seq, role in rows if role == "assistant" and seq > 1}
@@ -122,16 +142,12 @@ def message_lineage(org_id: int, message_ids: set[int]) -> dict[int, Lineage]:
         by_position: dict[int, set[int]] = defaultdict(set)
         for conv, seq in previous:
             by_position[conv].add(seq)
-        where = Q()
         for conv, seqs in by_position.items():
-            where |= Q(conversation_id=conv, seq__in=seqs)
-        for mid, conv, seq in Message.objects.filter(where, role="user").values_list("id", "conversation_id", "seq"):
-            answered[previous[(conv, seq)]] = mid
+            for mid, seq in plain_rows(Message, ("id", "seq"), seqs, key="seq", conversation=conv, role="user"):
+                answered[previous[(conv, seq)]] = mid
     derived: dict[int, list[tuple]] = defaultdict(list)
     wanted = set(message_ids) | set(answered.values())
-    for message_id, *memory in (MemorySource.objects.filter(message_id__in=wanted).exclude(memory__kind=MemoryKind.EPISODE)
-                                .values_list("message_id", "memory_id", "memory__status", "memory__scope",
-                                             "memory__conversation_id", "memory__superseded_by_id").distinct()):
+    for message_id, *memory in _derived_rows(wanted):
         derived[message_id].append(tuple(memory))
     out: dict[int, Lineage] = {}
     for mid, _conv, _seq, _role in rows:
