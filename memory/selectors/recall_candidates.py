@@ -186,7 +186,9 @@ def semantic_candidates(q: RecallQuery, vectors: _QueryVectors, limit: int, resu
         name = active_collection()
         hits = {}
         for vector in vectors.search:
-            for hit in get_vector_index().search(vector, filters=_vector_filters(q), limit=limit, collection=name):
+            # Ids and scores only: the back-check reads the rows from MySQL, so payloads would be decoded for nothing.
+            for hit in get_vector_index().search(vector, filters=_vector_filters(q), limit=limit, collection=name,
+                                                 with_payload=False):
                 hits[hit.point_id] = max(hits.get(hit.point_id, -1.0), float(hit.score))
     except VectorIndexUnavailable as exc:
         result.degraded, result.degraded_reason = True, "vector_index_unavailable"

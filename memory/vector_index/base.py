@@ -112,6 +112,7 @@ class VectorIndex(ABC):
         filters: Mapping[str, Any],
         limit: int,
         collection: str | None = None,
+        with_payload: bool = True,
     ) -> list[VectorHit]: ...
 
     @abstractmethod

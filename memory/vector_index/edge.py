@@ -204,6 +204,7 @@ class EdgeVectorIndex(VectorIndex):
         filters: Mapping[str, Any],
         limit: int,
         collection: str | None = None,
+        with_payload: bool = True,
     ) -> list[VectorHit]:
         flt = build_filter(filters, _FILTERS)
         with self._lock:
@@ -212,7 +213,7 @@ class EdgeVectorIndex(VectorIndex):
                 limit=limit,
                 query=qe.Query.Nearest(vector_as_list(vector, opened.dim)),
                 filter=flt,
-                with_payload=True,
+                with_payload=with_payload,
                 with_vector=False,
             )
             with _unavailable_on_error("search"):

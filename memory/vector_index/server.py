@@ -173,6 +173,7 @@ class QdrantServerIndex(VectorIndex):
         filters: Mapping[str, Any],
         limit: int,
         collection: str | None = None,
+        with_payload: bool = True,
     ) -> list[VectorHit]:
         flt = build_filter(filters, _FILTERS)
         query = vector_as_list(vector)
@@ -182,7 +183,7 @@ class QdrantServerIndex(VectorIndex):
                 query=query,
                 query_filter=flt,
                 limit=limit,
-                with_payload=True,
+                with_payload=with_payload,
                 with_vectors=False,
             )
         return [VectorHit(int(p.id), float(p.score), dict(p.payload or {})) for p in response.points]

@@ -357,3 +357,14 @@ def test_edge_is_safe_under_concurrent_threads(tmp_path):
         assert index.count(filters={"w": 2000}) == 100
     finally:
         index.close()
+
+
+
+def test_search_without_payload_returns_the_same_ids_and_scores(index):
+    rng = np.random.default_rng(3)
+    index.upsert([VectorPoint(pid, rand_unit(rng), {"org": "acme", "user_id": "u1"}) for pid in range(1, 30)])
+    query = rand_unit(rng)
+    full = index.search(query, filters={"org": "acme", "user_id": "u1"}, limit=10)
+    bare = index.search(query, filters={"org": "acme", "user_id": "u1"}, limit=10, with_payload=False)
+    assert [(h.point_id, round(h.score, 5)) for h in bare] == [(h.point_id, round(h.score, 5)) for h in full]
+    assert full[0].payload["user_id"] == "u1" and not bare[0].payload
