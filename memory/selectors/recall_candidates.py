@@ -91,7 +91,8 @@ def _candidate_row(row: tuple, tz) -> tuple:
 
 def memories_of(ids: list[int]) -> dict[int, Memory]:
     """The full rows of the chosen candidates (one read)."""
-    return Memory.objects.in_bulk(ids) if ids else {}
+    # No ordering (the model's default would sort the rows for nothing).
+    return {m.id: m for m in Memory.objects.filter(id__in=ids).order_by()} if ids else {}
 
 
 @dataclass
