@@ -7,7 +7,7 @@ the memories whose stored terms are missing or of another version or analyser, s
 query in a process, or the first after a write, costs one read instead of segmenting every text."""
 import math
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -34,25 +34,47 @@ class _LuceneBM25(BM25Okapi):
         for word, freq in nd.items():
             self.idf[word] = math.log(1 + (self.corpus_size - freq + 0.5) / (freq + 0.5))
 
-    def __init__(self, corpus, **kwargs):
-        super().__init__(corpus, **kwargs)
-        # Postings (term -> documents holding it, with frequencies): rank-bm25 scores a term by
-        # visiting every document, which made a 20-term query cost 20 passes over the user's corpus.
+    def _initialize(self, corpus):
+        """The library's corpus statistics in one pass that also makes postings (term -> documents
+        holding it, with frequencies): rank-bm25 scores a term by visiting every document, which made
+        a 20-term query cost 20 passes over the user's corpus. Per-document frequency dicts are not
+        kept (only the library's own scoring loops read them, and get_scores is replaced)."""
+        nd: dict[str, int] = {}  # word -> number of documents with word
         postings: dict[str, tuple[list[int], list[int]]] = {}
-        for i, frequencies in enumerate(self.doc_freqs):
-            for word, freq in frequencies.items():
-                docs, freqs = postings.setdefault(word, ([], []))
-                docs.append(i)
-                freqs.append(freq)
-        self._postings = {w: (np.array(d, dtype=np.int64), np.array(f, dtype=np.float64)) for w, (d, f) in postings.items()}
+        num_doc = 0
+        for i, document in enumerate(corpus):
+            self.doc_len.append(len(document))
+            num_doc += len(document)
+            for word, freq in Counter(document).items():  # first-occurrence order, as the library's dict
+                entry = postings.get(word)
+                if entry is None:
+                    entry = postings[word] = ([], [])
+                    nd[word] = 0
+                entry[0].append(i)
+                entry[1].append(freq)
+                nd[word] += 1
+            self.corpus_size += 1
+        self.avgdl = num_doc / self.corpus_size
+        self._postings = postings  # lists; a term's arrays are made when a query first uses it
+        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._doc_len = np.array(self.doc_len, dtype=np.float64)
+        return nd
+
+    def _posting(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        arrays = self._arrays.get(term)
+        if arrays is None:
+            lists = self._postings.get(term)
+            if lists is None:
+                return None
+            arrays = self._arrays[term] = (np.array(lists[0], dtype=np.int64), np.array(lists[1], dtype=np.float64))
+        return arrays
 
     def get_scores(self, query):
         """The library's formula term by term, over the documents that hold the term only (the others
         add exactly zero), so the scores are the library's."""
         score = np.zeros(self.corpus_size)
         for q in query:
-            posting = self._postings.get(q)
+            posting = self._posting(q)
             if posting is None:
                 continue
             docs, q_freq = posting
@@ -119,13 +141,18 @@ def terms_rows(memories) -> list[MemoryTerms]:
 
 def _build(org_id: int, user_id: str, generation: int) -> _UserIndex:
     rows = list(Memory.objects.filter(org_id=org_id, user_id=user_id, status="active").values_list(
-        "id", "version", "terms__version", "terms__tokenizer", "terms__terms", "content", "slot_key"))
+        "id", "version", "terms__version", "terms__tokenizer", "terms__terms"))
     if not rows:
         return _UserIndex(generation, np.array([], dtype=np.int64), None)
     name = analyser()
-    corpus = [stored.split(_SEP) if stored and stored_version == version and tokenizer == name
-              else memory_terms(content, slot)
-              for _, version, stored_version, tokenizer, stored, content, slot in rows]
+    usable = {memory_id for memory_id, version, stored_version, tokenizer, stored in rows
+              if stored and stored_version == version and tokenizer == name}
+    # Texts only of the memories whose stored terms are missing or outdated (the projection lags a write).
+    texts = dict(((memory_id, (content, slot)) for memory_id, content, slot in Memory.objects.filter(
+        id__in=[r[0] for r in rows if r[0] not in usable]).values_list("id", "content", "slot_key"))) \
+        if len(usable) < len(rows) else {}
+    corpus = [stored.split(_SEP) if memory_id in usable else memory_terms(*texts.get(memory_id, ("", None)))
+              for memory_id, _, _, _, stored in rows]
     bm25 = _LuceneBM25(corpus, k1=settings.KEYWORD_BM25_K1, b=settings.KEYWORD_BM25_B)
     return _UserIndex(generation, np.array([r[0] for r in rows], dtype=np.int64), bm25)
 
