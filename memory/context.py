@@ -26,7 +26,8 @@ from conversations.tokens import (
 )
 from conversations.window import WindowMessage, WindowPlan
 from conversations.window_cache import window_messages
-from memory.choices import EXTRACTED_KINDS, MemoryKind
+from memory.cache import standing_memories
+from memory.choices import EXTRACTED_KINDS, MemoryKind, MemoryScope
 from memory.context_budget import Part, Stream, allocate
 from memory.context_evidence import (
     EVIDENCE_HEADER,
@@ -36,7 +37,6 @@ from memory.context_evidence import (
     evidence_units,
     render_evidence,
 )
-from memory.selectors.memories import standing_preference_ids
 from memory.selectors.recall_pipeline import RecallItem, RecallQuery, recall
 from tenancy.models import Org
 
@@ -158,12 +158,13 @@ def _recall_items(req: ContextRequest, exclude_message_ids: set[int], timings: d
         return [], False
     t0 = time.perf_counter()
     # Standing preferences apply to every turn, relevant-looking or not: they are always
-    # candidates (the newest few), and still pass the same back-check.
-    preferences = standing_preference_ids(org_id=req.org.id, user_id=req.user_id, limit=settings.CONTEXT_MAX_PREFERENCES)
-    k = (req.k or settings.CONTEXT_RECALL_K) + len(preferences)
+    # candidates (the Redis hash says which exist), and still pass the same back-check.
+    preferences = {i for i, m in standing_memories(req.org.id, req.user_id).items()
+                   if m["kind"] == MemoryKind.PREFERENCE and m["scope"] == MemoryScope.USER}
+    k = (req.k or settings.CONTEXT_RECALL_K) + min(len(preferences), settings.CONTEXT_MAX_PREFERENCES)
     result = recall(RecallQuery(org=req.org, user_id=req.user_id, query=req.message, k=k, at=req.at,
                                 conversation_id=req.conversation.id, exclude_message_ids=exclude_message_ids,
-                                include_ids=set(preferences)))
+                                include_ids=set(sorted(preferences)[-settings.CONTEXT_MAX_PREFERENCES:])))
     timings["recall"] = (time.perf_counter() - t0) * 1000
     return result.items, result.degraded
 

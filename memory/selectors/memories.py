@@ -3,7 +3,7 @@ from datetime import datetime
 from django.db.models import Exists, F, Max, OuterRef, Q, QuerySet
 from django.http import Http404
 
-from memory.choices import MemoryKind, MemoryScope, MemoryStatus
+from memory.choices import MemoryKind, MemoryStatus
 from memory.models import ForgetRule, Memory, MemoryConflict, MemoryVersion
 from tenancy.models import Org
 
@@ -103,11 +103,3 @@ def forget_rules_latest(*, org: Org, user_id: str) -> datetime | None:
     return (ForgetRule.objects.filter(org=org).filter(Q(user_id=user_id) | Q(user_id__isnull=True))
             .aggregate(latest=Max("created_at"))["latest"])
 
-
-def standing_preference_ids(*, org_id: int, user_id: str, limit: int) -> list[int]:
-    """The newest `limit` active user-scope preferences: context assembly makes them recall
-    candidates on every call. One indexed read (decoding the whole standing-memory hash to find
-    them cost more than the rest of the call's SQL)."""
-    return list(Memory.objects.filter(org_id=org_id, user_id=user_id, status=MemoryStatus.ACTIVE,
-                                      kind=MemoryKind.PREFERENCE, scope=MemoryScope.USER)
-                .order_by("-id").values_list("id", flat=True)[:limit])
