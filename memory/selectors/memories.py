@@ -102,4 +102,3 @@ def forget_rules_latest(*, org: Org, user_id: str) -> datetime | None:
     """When the newest forget rule that applies to this user (its own, or the org's) was made."""
     return (ForgetRule.objects.filter(org=org).filter(Q(user_id=user_id) | Q(user_id__isnull=True))
             .aggregate(latest=Max("created_at"))["latest"])
-
