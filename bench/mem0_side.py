@@ -94,7 +94,10 @@ def _load_cases(args, count: int) -> list[dict]:
 
 
 def _mem0_available() -> bool:
-    return importlib.util.find_spec("mem0") is not None
+    try:  # not imported here: mem0 reads MEM0_DIR when first imported (set per run below)
+        return importlib.util.find_spec("mem0") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def main(argv=None) -> int:
