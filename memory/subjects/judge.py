@@ -11,7 +11,7 @@ import numpy as np
 from memory.subjects.match import STANDING_KINDS, Decision, decide, pair_features, subject_score
 from memory.subjects.parts import parse
 
-__all__ = ["Existing", "judge", "masked_similarity"]
+__all__ = ["Existing", "judge", "masked_seed", "masked_similarity"]
 
 # Pairs whose subject score cannot reach the conflict band even with a perfect masked cosine are
 # decided without embedding anything; of the rest, only the closest few are embedded.
@@ -48,6 +48,18 @@ def _masked_vectors(embedder, texts: list[str]) -> list[np.ndarray]:
             while len(_cache) > _CACHE_SIZE:
                 _cache.popitem(last=False)
     return [out[t] for t in texts]
+
+
+def masked_seed(embedder, texts: list[str], vectors) -> None:
+    """Vectors of value-masked forms encoded elsewhere (a batch's one encoder call), kept as if
+    this module had encoded them."""
+    model = embedder.model_id
+    with _cache_lock:
+        for t, v in zip(texts, vectors):
+            _cache[(model, t)] = v
+            _cache.move_to_end((model, t))
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
 
 
 def masked_similarity(embedder, a: str, others: list[str]) -> list[float]:
