@@ -294,43 +294,50 @@ def _load() -> list[float]:
 
 # --------------------------------------------------------------------------- runs and sizes
 
+def _spread(values):
+    values = [v for v in values if v is not None]
+    return {"median": round(statistics.median(values), 4), "min": round(min(values), 4),
+            "max": round(max(values), 4)} if values else None
+
+
+def _summary(per_size: dict[int, list[dict]]) -> dict:
+    summary = {}
+    for size, docs in per_size.items():
+        row = {"turns": docs[0]["config"]["turns"], "questions": docs[0]["config"]["questions"], "runs": len(docs),
+               "load_avg": [d["load_avg"] for d in docs]}
+        for key in ("mem0", "ours"):
+            row[key] = {"points": _spread([d[key]["points"] for d in docs]),
+                        "ingest_turns_per_s": _spread([d[key]["ingest_turns_per_s"] for d in docs]),
+                        "search_p50_ms": _spread([d[key]["search_ms"]["p50"] for d in docs]),
+                        "search_p95_ms": _spread([d[key]["search_ms"]["p95"] for d in docs]),
+                        "recall_at_10": _spread([d[key]["recall_at_10"] for d in docs])}
+        row["ours"]["lag_messages_not_extracted"] = _spread([d["ours"]["lag_messages_not_extracted"] for d in docs])
+        summary[str(size)] = row
+    return summary
+
+
 def _runs(args, argv: list[str]) -> int:
     from bench.recall import _without
 
     sizes = [int(s) for s in str(args.conversations).split(",") if s.strip()]
     base = _without(argv, "--runs", "--out", "--conversations")
+    out = Path(args.out) if args.out else common.RESULTS_DIR / f"{NAME}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     per_size: dict[int, list[dict]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-mem0-side-runs-") as tmp:
         for size in sizes:
             for i in range(args.runs):
-                out = Path(tmp) / f"size{size}-run{i}.json"
+                run_out = Path(tmp) / f"size{size}-run{i}.json"
                 print(f"--- {size} conversations, run {i + 1}/{args.runs}", file=sys.stderr, flush=True)
                 subprocess.run([sys.executable, "-m", "bench.mem0_side", "--one", *base, "--conversations", str(size),
-                                "--out", str(out)], cwd=common.REPO_ROOT, check=True)
-                per_size.setdefault(size, []).append(json.loads(out.read_text(encoding="utf-8")))
-
-    def spread(values):
-        values = [v for v in values if v is not None]
-        return {"median": round(statistics.median(values), 4), "min": round(min(values), 4),
-                "max": round(max(values), 4)} if values else None
-
-    summary = {}
-    for size, docs in per_size.items():
-        row = {"turns": docs[0]["config"]["turns"], "questions": docs[0]["config"]["questions"],
-               "load_avg": [d["load_avg"] for d in docs]}
-        for key in ("mem0", "ours"):
-            row[key] = {"points": spread([d[key]["points"] for d in docs]),
-                        "ingest_turns_per_s": spread([d[key]["ingest_turns_per_s"] for d in docs]),
-                        "search_p50_ms": spread([d[key]["search_ms"]["p50"] for d in docs]),
-                        "search_p95_ms": spread([d[key]["search_ms"]["p95"] for d in docs]),
-                        "recall_at_10": spread([d[key]["recall_at_10"] for d in docs])}
-        row["ours"]["lag_messages_not_extracted"] = spread([d["ours"]["lag_messages_not_extracted"] for d in docs])
-        summary[str(size)] = row
-    out = Path(args.out) if args.out else common.RESULTS_DIR / f"{NAME}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"benchmark": NAME, "runs": args.runs, "sizes": summary,
-                               "per_run": {str(s): d for s, d in per_size.items()}},
-                              ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+                                "--out", str(run_out)], cwd=common.REPO_ROOT, check=True)
+                per_size.setdefault(size, []).append(json.loads(run_out.read_text(encoding="utf-8")))
+                # Written after every run, so a long series that is cut short keeps what it measured.
+                summary = _summary(per_size)
+                done = size == sizes[-1] and i == args.runs - 1
+                out.write_text(json.dumps({"benchmark": NAME, "runs": args.runs, "complete": done, "sizes": summary,
+                                           "per_run": {str(s): d for s, d in per_size.items()}},
+                                          ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
 
     def fig(s):
         return "–" if s is None else f"{common.fmt(s['median'])} ({common.fmt(s['min'])}–{common.fmt(s['max'])})"
