@@ -83,13 +83,24 @@ def _lock_user(org: Org, user_id: str) -> None:
     MemoryWriteLock.objects.select_for_update().get(org=org, user_id=user_id)
 
 
+_SIMILAR_FIELDS = ("id", "org_id", "user_id", "scope", "conversation_id", "kind", "status", "content", "slot_key")
+
+
+def _whole(memory: Memory) -> Memory:
+    """The row with every field, for a memory read with only the dedup fields."""
+    return Memory.objects.get(id=memory.id) if memory.get_deferred_fields() else memory
+
+
 def _similar_active(inp: MemoryInput, vector: np.ndarray, model_id: str) -> list[tuple[Memory, float]]:
     """Active memories of the same user, kind and scope, scored by cosine: every one with the same
     slot key plus the most recent SEMANTIC_DEDUP_WINDOW others (bounded work per write)."""
     # A standing statement is compared with every standing memory: "提醒我的时候用短信" (fact) and
     # "以后都用微信提醒我" (preference) are about one subject.
     kinds = sorted(STANDING_KINDS) if inp.kind in STANDING_KINDS and inp.scope == "user" else [inp.kind]
-    base = Memory.objects.filter(org=inp.org, user_id=inp.user_id, kind__in=kinds, scope=inp.scope, status="active")
+    # Only what the tiers read (kind, content, slot key): a dedup window of up to 500 full rows (JSON
+    # metadata, dates) cost more to build than to score. A duplicate returned to a caller is re-read whole.
+    base = (Memory.objects.filter(org=inp.org, user_id=inp.user_id, kind__in=kinds, scope=inp.scope, status="active")
+            .only(*_SIMILAR_FIELDS))
     if inp.scope == "task":
         base = base.filter(conversation_id=inp.conversation_id)
     rows = {m.id: m for m in base.order_by("-id")[: settings.SEMANTIC_DEDUP_WINDOW]}
@@ -210,14 +221,14 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
         duplicate = _semantic_duplicate(inp, similar, limits.duplicate)
         if duplicate is not None:
             _touch_duplicate(duplicate[0], inp)
-            return WriteOutcome("duplicate", duplicate[0], similarity=duplicate[1])
+            return WriteOutcome("duplicate", _whole(duplicate[0]), similarity=duplicate[1])
         decisions = subject_decisions(inp, similar, limits) if dedup else {}
         same_subject = [(m, decisions[m.id]) for m, _ in similar if m.id in decisions
                         and decisions[m.id].action == "duplicate" and m.kind == inp.kind]
         if same_subject and not inp.change:
             memory, decision = same_subject[0]
             _touch_duplicate(memory, inp)
-            return WriteOutcome("duplicate", memory, similarity=decision.score)
+            return WriteOutcome("duplicate", _whole(memory), similarity=decision.score)
         targets = _supersede_targets(inp, similar, limits.supersede, decisions) if dedup else []
         reason = "CORRECT" if inp.change == "correction" else ("SUPERSEDE" if targets else "ADD")
         try:
