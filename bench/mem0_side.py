@@ -189,10 +189,11 @@ def _one(args) -> int:
         conversations: dict[tuple[str, str], int] = {}
         for user, session, _ in batches:
             if (user, session) not in conversations:
-                conversations[(user, session)] = call("POST", "/api/v1/conversations", {"external_id": session}, user)["id"]
+                conversations[(user, session)] = call("POST", "/api/v1/conversations", {"external_id": f"{user}/{session}"},
+                                                       user)["id"]
         for user, _ in questions:
             if (user, "questions") not in conversations:
-                conversations[(user, "questions")] = call("POST", "/api/v1/conversations", {"external_id": "questions"},
+                conversations[(user, "questions")] = call("POST", "/api/v1/conversations", {"external_id": f"{user}/questions"},
                                                           user)["id"]
 
         # Warm-up of both (model loads, first-write lazy imports), on a user of its own, not measured.
