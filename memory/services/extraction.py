@@ -104,9 +104,10 @@ def message_extract(message: Message, *, reextract: bool = False, episode_vector
         if candidate.operation == "NOOP":
             action = "restated" if memory_restated(inp) is not None else "noop"
         else:
-            action = memory_write(inp, vector=batch.vector_for(inp.content) if batch is not None else None).action
+            outcome = memory_write(inp, vector=batch.vector_for(inp.content) if batch is not None else None)
+            action = outcome.action
             if batch is not None:
-                batch.written(message, action)
+                batch.written(message, outcome)
         counts[action] = counts.get(action, 0) + 1
     mark(message.id)
     logger.info("extracted message=%s by=%s outcomes=%s", message.id, result.produced_by, counts)

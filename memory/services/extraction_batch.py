@@ -16,7 +16,8 @@ dedups and supersedes against them). What changes is the cost:
   candidates join the same encoder call, seeded into the matcher's cache;
 - what extraction reads per message is read once for the batch: the recent turns of each
   conversation (one query), the entity mentions (one query), the memories shown to the extractor
-  (once per user, again only after a write of that user added or superseded one);
+  (once per user, kept in step with the batch's own writes: a new memory leads the list, a supersede
+  reads it again);
 - episodes are written in bulk after the candidates (``episodes_write``): nothing reads episodes
   while deciding a candidate, so their order relative to the candidates changes no decision;
 - the extracted marks are one UPDATE, and the projections of everything the batch wrote one task
@@ -30,12 +31,9 @@ from django.conf import settings
 
 from conversations.models import EntityMention, Message
 from memory.selectors.maintenance import EXTRACTABLE_ROLES
-from memory.services.extraction_inputs import RECENT_TURNS, existing_for, recent_turns
+from memory.services.extraction_inputs import EXISTING_SHOWN, RECENT_TURNS, existing_for, recent_turns
 
 logger = logging.getLogger(__name__)
-
-# Actions of a candidate write that change the memories shown to the extractor (active, standing).
-_CHANGES_EXISTING = frozenset({"added", "superseded"})
 
 
 class Batch:
@@ -83,10 +81,26 @@ class Batch:
     def entity_ids(self, message: Message) -> list[int]:
         return list(self._mentions.get(message.id, ()))
 
-    def written(self, message: Message, action: str) -> None:
-        """A candidate of this message's user was written: the memories shown next may differ."""
-        if action in _CHANGES_EXISTING:
-            self._existing.pop((message.org_id, message.user_id), None)
+    def written(self, message: Message, outcome) -> None:
+        """A candidate of this message's user was written: keep the memories shown next in step. A new
+        memory the extractor is shown (active, the user's, not an episode) is the newest, so it leads
+        the list; a supersede removes some, so the list is read again."""
+        key = (message.org_id, message.user_id)
+        if outcome.action == "superseded" or key not in self._existing:
+            self._existing.pop(key, None)
+            return
+        memory = outcome.memory
+        if outcome.action != "added" or memory.scope != "user" or memory.kind == "episode" or memory.status != "active":
+            return
+        from memory.extraction import ExistingMemory
+
+        shown, short_to_id = self._existing[key]
+        ids = [memory.id] + [short_to_id[e.short_id] for e in shown]
+        rows = [(memory.kind, memory.content, memory.slot_key)] + [(e.kind, e.content, e.slot_key) for e in shown]
+        rows, ids = rows[:EXISTING_SHOWN], ids[:EXISTING_SHOWN]
+        self._existing[key] = ([ExistingMemory(short_id=i, kind=kind, content=content, slot_key=slot_key)
+                                for i, (kind, content, slot_key) in enumerate(rows, start=1)],
+                               {i: memory_id for i, memory_id in enumerate(ids, start=1)})
 
     # ------------------------------------------------------------------ the extractor
     def extract(self, message: Message, inp, extractor):
