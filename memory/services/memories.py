@@ -83,29 +83,35 @@ def _lock_user(org: Org, user_id: str) -> None:
     MemoryWriteLock.objects.select_for_update().get(org=org, user_id=user_id)
 
 
-_SIMILAR_FIELDS = ("id", "org_id", "user_id", "scope", "conversation_id", "kind", "status", "content", "slot_key")
+@dataclass(frozen=True)
+class NearMemory:
+    """A memory of the dedup window: what the tiers read of it. A window of up to 500 model instances
+    (JSON metadata, dates) cost more to build than to score; whoever needs the row reads it whole."""
+
+    id: int
+    kind: str
+    content: str
+    slot_key: str | None
 
 
-def _whole(memory: Memory) -> Memory:
-    """The row with every field, for a memory read with only the dedup fields."""
-    return Memory.objects.get(id=memory.id) if memory.get_deferred_fields() else memory
+def _whole(memory: Memory | NearMemory) -> Memory:
+    return memory if isinstance(memory, Memory) else Memory.objects.get(id=memory.id)
 
 
-def _similar_active(inp: MemoryInput, vector: np.ndarray, model_id: str) -> list[tuple[Memory, float]]:
+def _similar_active(inp: MemoryInput, vector: np.ndarray, model_id: str) -> list[tuple[NearMemory, float]]:
     """Active memories of the same user, kind and scope, scored by cosine: every one with the same
     slot key plus the most recent SEMANTIC_DEDUP_WINDOW others (bounded work per write)."""
     # A standing statement is compared with every standing memory: "提醒我的时候用短信" (fact) and
     # "以后都用微信提醒我" (preference) are about one subject.
     kinds = sorted(STANDING_KINDS) if inp.kind in STANDING_KINDS and inp.scope == "user" else [inp.kind]
-    # Only what the tiers read (kind, content, slot key): a dedup window of up to 500 full rows (JSON
-    # metadata, dates) cost more to build than to score. A duplicate returned to a caller is re-read whole.
-    base = (Memory.objects.filter(org=inp.org, user_id=inp.user_id, kind__in=kinds, scope=inp.scope, status="active")
-            .only(*_SIMILAR_FIELDS))
+    base = Memory.objects.filter(org=inp.org, user_id=inp.user_id, kind__in=kinds, scope=inp.scope, status="active")
     if inp.scope == "task":
         base = base.filter(conversation_id=inp.conversation_id)
-    rows = {m.id: m for m in base.order_by("-id")[: settings.SEMANTIC_DEDUP_WINDOW]}
+    fields = ("id", "kind", "content", "slot_key")
+    rows = {r[0]: NearMemory(*r) for r in base.order_by("-id").values_list(*fields)[: settings.SEMANTIC_DEDUP_WINDOW]}
     if inp.slot_key:
-        rows.update((m.id, m) for m in base.filter(slot_key=inp.slot_key).exclude(id__in=list(rows)))
+        rows.update((r[0], NearMemory(*r)) for r in base.filter(slot_key=inp.slot_key).exclude(id__in=list(rows))
+                    .values_list(*fields))
     if not rows:
         return []
     pairs = list(MemoryEmbedding.objects.filter(memory_id__in=rows, model_id=model_id).values_list("memory_id", "vector"))
@@ -121,15 +127,15 @@ def _similar_active(inp: MemoryInput, vector: np.ndarray, model_id: str) -> list
     return scored
 
 
-def _add_sources(memory: Memory, version: MemoryVersion, sources: list[SourceRef]) -> None:
+def _add_sources(memory: Memory | NearMemory, version: MemoryVersion, sources: list[SourceRef]) -> None:
     MemorySource.objects.bulk_create([
-        MemorySource(memory=memory, version=version, message_id=s.message_id, conversation_id=s.conversation_id,
+        MemorySource(memory_id=memory.id, version=version, message_id=s.message_id, conversation_id=s.conversation_id,
                      external_ref=s.external_ref) for s in sources
     ])
 
 
-def _link_entities(memory: Memory, entity_ids: list[int]) -> None:
-    EntityLink.objects.bulk_create([EntityLink(memory=memory, entity_id=e) for e in set(entity_ids)], ignore_conflicts=True)
+def _link_entities(memory: Memory | NearMemory, entity_ids: list[int]) -> None:
+    EntityLink.objects.bulk_create([EntityLink(memory_id=memory.id, entity_id=e) for e in set(entity_ids)], ignore_conflicts=True)
 
 
 def _store_embedding(memory: Memory, vector: np.ndarray, model_id: str, *, new: bool = False) -> None:
@@ -140,21 +146,21 @@ def _store_embedding(memory: Memory, vector: np.ndarray, model_id: str, *, new: 
                                              defaults={"version": memory.version, "vector": to_bytes(vector)})
 
 
-def _touch_duplicate(existing: Memory, inp: MemoryInput) -> None:
+def _touch_duplicate(existing: Memory | NearMemory, inp: MemoryInput) -> None:
     """A restatement confirms the memory: count it and keep where it was said again. A message that
     is already a source (a redelivered extraction task) confirms nothing new and changes nothing."""
-    known = set(MemorySource.objects.filter(memory=existing).values_list("message_id", "external_ref"))
+    known = set(MemorySource.objects.filter(memory_id=existing.id).values_list("message_id", "external_ref"))
     new_sources = [s for s in inp.sources if (s.message_id, s.external_ref) not in known]
     if inp.sources and not new_sources:
         return
     Memory.objects.filter(id=existing.id).update(access_count=F("access_count") + 1)
     if new_sources:
-        version = existing.versions.order_by("-n").first()
+        version = MemoryVersion.objects.filter(memory_id=existing.id).order_by("-n").first()
         _add_sources(existing, version, new_sources)
     _link_entities(existing, inp.entity_ids)
 
 
-def _semantic_duplicate(inp: MemoryInput, similar: list[tuple[Memory, float]], threshold: float):
+def _semantic_duplicate(inp: MemoryInput, similar: list[tuple[NearMemory, float]], threshold: float):
     """The most similar memory if it says the same thing. Within one slot the embedding cannot
     tell values apart (佳木斯 vs 齐齐哈尔 score 0.9), so a same-slot memory counts as a duplicate
     only when nearly identical and the candidate does not announce a change; otherwise the
@@ -173,8 +179,8 @@ def _semantic_duplicate(inp: MemoryInput, similar: list[tuple[Memory, float]], t
     return None
 
 
-def _supersede_targets(inp: MemoryInput, similar: list[tuple[Memory, float]], sup_threshold: float,
-                       decisions: dict[int, object]) -> list[Memory]:
+def _supersede_targets(inp: MemoryInput, similar: list[tuple[NearMemory, float]], sup_threshold: float,
+                       decisions: dict[int, object]) -> list[Memory | NearMemory]:
     if inp.kind == "episode":
         return []
     targets = {m.id: m for m in Memory.objects.filter(id__in=inp.supersedes, org=inp.org, user_id=inp.user_id,
@@ -189,7 +195,7 @@ def _supersede_targets(inp: MemoryInput, similar: list[tuple[Memory, float]], su
             targets[memory.id] = memory
         elif entity_ids and inp.kind in SINGLE_VALUED_KINDS and memory.kind == inp.kind and sim >= sup_threshold and \
                 not other_attribute(decision) and \
-                entity_ids & set(memory.entity_links.values_list("entity_id", flat=True)):
+                entity_ids & set(EntityLink.objects.filter(memory_id=memory.id).values_list("entity_id", flat=True)):
             targets[memory.id] = memory
     return list(targets.values())
 
