@@ -5,6 +5,7 @@ threshold: skip and touch) → supersede (same subject: slot key or entity) → 
 user are serialised by locking that user's MemoryWriteLock row, so two workers extracting the same
 fact at once never both ADD; the unique index on active_hash is the backstop.
 """
+import functools
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -98,6 +99,11 @@ def _whole(memory: Memory | NearMemory) -> Memory:
     return memory if isinstance(memory, Memory) else Memory.objects.get(id=memory.id)
 
 
+@functools.lru_cache(maxsize=8192)  # the same window's contents are scored again on every write
+def _is_cjk(content: str) -> bool:
+    return cjk_ratio(content) >= 0.3
+
+
 def _similar_active(inp: MemoryInput, vector: np.ndarray, model_id: str) -> list[tuple[NearMemory, float]]:
     """Active memories of the same user, kind and scope, scored by cosine: every one with the same
     slot key plus the most recent SEMANTIC_DEDUP_WINDOW others (bounded work per write)."""
@@ -119,7 +125,7 @@ def _similar_active(inp: MemoryInput, vector: np.ndarray, model_id: str) -> list
         return []
     stored = np.vstack([from_bytes(blob) for _, blob in pairs])
     query_cjk = cjk_ratio(inp.content) >= 0.3
-    cjk = np.array([query_cjk or cjk_ratio(rows[memory_id].content) >= 0.3 for memory_id, _ in pairs])
+    cjk = np.array([query_cjk or _is_cjk(rows[memory_id].content) for memory_id, _ in pairs])
     embedder = active_embedder()
     sims = np.where(cjk, similarity(embedder, vector, stored, cjk=True), similarity(embedder, vector, stored, cjk=False))
     scored = [(rows[memory_id], float(sim)) for (memory_id, _), sim in zip(pairs, sims)]
