@@ -86,10 +86,10 @@ def message_extract(message: Message, *, reextract: bool = False, episode_vector
         return counts
     if message.extracted_at and not reextract:
         return counts  # redelivered task: already done
-    existing, short_to_id = existing_for(message)
-    inp = ExtractionInput(role=message.role, content=message.content, occurred_at=message.occurred_at,
-                          existing=existing, recent=recent_turns(message))
-    result = get_extractor().extract(inp)
+    existing, short_to_id = batch.existing_for(message) if batch is not None else existing_for(message)
+    inp = ExtractionInput(role=message.role, content=message.content, occurred_at=message.occurred_at, existing=existing,
+                          recent=batch.recent_turns(message) if batch is not None else recent_turns(message))
+    result = batch.extract(message, inp, get_extractor()) if batch is not None else get_extractor().extract(inp)
     if result.do_not_remember:
         message_mark_do_not_remember(message_id=message.id)
         episode = _episode_exists(message)
@@ -98,7 +98,8 @@ def message_extract(message: Message, *, reextract: bool = False, episode_vector
         mark(message.id)
         counts["do_not_remember"] = 1
         return counts
-    entity_ids = list(EntityMention.objects.filter(message=message).values_list("entity_id", flat=True))
+    entity_ids = (batch.entity_ids(message) if batch is not None
+                  else list(EntityMention.objects.filter(message=message).values_list("entity_id", flat=True)))
     source = SourceRef(message_id=message.id, conversation_id=message.conversation_id, external_ref=message.external_ref)
     metadata = _client_metadata(message)
     if (batch.episode_missing(message) if batch is not None else _episode_exists(message) is None):
@@ -116,7 +117,10 @@ def message_extract(message: Message, *, reextract: bool = False, episode_vector
         if candidate.operation == "NOOP":
             action = "restated" if memory_restated(inp) is not None else "noop"
         else:
-            action = memory_write(inp, vector=batch.vector_for(inp.content) if batch is not None else None).action
+            outcome = memory_write(inp, vector=batch.vector_for(inp.content) if batch is not None else None)
+            action = outcome.action
+            if batch is not None:
+                batch.written(message, outcome)
         counts[action] = counts.get(action, 0) + 1
     mark(message.id)
     logger.info("extracted message=%s by=%s outcomes=%s", message.id, result.produced_by, counts)
@@ -148,17 +152,24 @@ def conversation_reextract(*, conversation_id: int) -> dict:
 def _messages_extract_batch(messages: list[Message], todo: list[Message], *, reextract: bool) -> dict:
     from memory.extraction import get_extractor
     from memory.services.episodes_bulk import episodes_write
-    from memory.services.extraction_batch import Batch, look_ahead_texts
+    from memory.services.extraction_batch import Batch
+    from memory.subjects.judge import masked_seed
 
     extractor = get_extractor()
+    batch = Batch(todo)
     texts = [m.content for m in todo]
     if not extractor.remote:
-        texts += look_ahead_texts(todo, extractor)
+        texts += batch.look_ahead(todo, extractor)
     keys = list(dict.fromkeys(t[: settings.MAX_MEMORY_CHARS] for t in texts))
-    encoded = active_embedder().encode(keys)
-    with_episode = set(Memory.objects.filter(kind=MemoryKind.EPISODE, sources__message_id__in=[m.id for m in todo])
-                       .exclude(status=MemoryStatus.FORGOTTEN).values_list("sources__message_id", flat=True))
-    batch = Batch(dict(zip(keys, encoded)), with_episode)
+    masked = [t for t in dict.fromkeys(batch.masked) if t not in set(keys)]
+    embedder = active_embedder()
+    encoded = embedder.encode(keys + masked)
+    batch.vectors = dict(zip(keys, encoded[: len(keys)]))
+    if batch.masked:
+        by_text = dict(zip(keys + masked, encoded))
+        masked_seed(embedder, list(dict.fromkeys(batch.masked)), [by_text[t] for t in dict.fromkeys(batch.masked)])
+    batch.with_episode = set(Memory.objects.filter(kind=MemoryKind.EPISODE, sources__message_id__in=[m.id for m in todo])
+                             .exclude(status=MemoryStatus.FORGOTTEN).values_list("sources__message_id", flat=True))
     totals: dict[str, int] = {}
     with projections_deferred():  # one projection task for the batch's writes
         for message in messages:

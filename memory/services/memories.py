@@ -15,14 +15,15 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from conversations.textutil import cjk_ratio, content_hash
-from memory.choices import MemoryAssertion, MemoryKind, MemoryScope, MemoryStatus
+from conversations.textutil import content_hash
+from memory.choices import MemoryAssertion, MemoryKind, MemoryStatus
 from memory.enqueue import sync_after_commit
 from memory.models import EntityLink, Memory, MemoryEmbedding, MemorySource, MemoryVersion, MemoryWriteLock
+from memory.services.dedup_window import NearMemory, similar_active, whole
 from memory.services.forget_rules import forget_rule_matches, forget_rule_verdict
 from memory.services.subject_tier import STANDING_KINDS, conflicts_record, distinct_statements, other_attribute, subject_decisions
 from memory.thresholds import thresholds_for
-from memory.vectors import active_embedder, from_bytes, similarity, to_bytes
+from memory.vectors import active_embedder, to_bytes
 from tenancy.db import retry_on_contention
 from tenancy.models import Org
 from tenancy.services import audit_record
@@ -83,42 +84,15 @@ def _lock_user(org: Org, user_id: str) -> None:
     MemoryWriteLock.objects.select_for_update().get(org=org, user_id=user_id)
 
 
-def _similar_active(inp: MemoryInput, vector: np.ndarray, model_id: str) -> list[tuple[Memory, float]]:
-    """Active memories of the same user, kind and scope, scored by cosine: every one with the same
-    slot key plus the most recent SEMANTIC_DEDUP_WINDOW others (bounded work per write)."""
-    # A standing statement is compared with every standing memory: "提醒我的时候用短信" (fact) and
-    # "以后都用微信提醒我" (preference) are about one subject.
-    kinds = sorted(STANDING_KINDS) if inp.kind in STANDING_KINDS and inp.scope == MemoryScope.USER else [inp.kind]
-    base = Memory.objects.filter(org=inp.org, user_id=inp.user_id, kind__in=kinds, scope=inp.scope, status=MemoryStatus.ACTIVE)
-    if inp.scope == MemoryScope.TASK:
-        base = base.filter(conversation_id=inp.conversation_id)
-    rows = {m.id: m for m in base.order_by("-id")[: settings.SEMANTIC_DEDUP_WINDOW]}
-    if inp.slot_key:
-        rows.update((m.id, m) for m in base.filter(slot_key=inp.slot_key).exclude(id__in=list(rows)))
-    if not rows:
-        return []
-    pairs = list(MemoryEmbedding.objects.filter(memory_id__in=rows, model_id=model_id).values_list("memory_id", "vector"))
-    if not pairs:
-        return []
-    stored = np.vstack([from_bytes(blob) for _, blob in pairs])
-    query_cjk = cjk_ratio(inp.content) >= 0.3
-    cjk = np.array([query_cjk or cjk_ratio(rows[memory_id].content) >= 0.3 for memory_id, _ in pairs])
-    embedder = active_embedder()
-    sims = np.where(cjk, similarity(embedder, vector, stored, cjk=True), similarity(embedder, vector, stored, cjk=False))
-    scored = [(rows[memory_id], float(sim)) for (memory_id, _), sim in zip(pairs, sims)]
-    scored.sort(key=lambda pair: -pair[1])
-    return scored
-
-
-def _add_sources(memory: Memory, version: MemoryVersion, sources: list[SourceRef]) -> None:
+def _add_sources(memory: Memory | NearMemory, version: MemoryVersion, sources: list[SourceRef]) -> None:
     MemorySource.objects.bulk_create([
-        MemorySource(memory=memory, version=version, message_id=s.message_id, conversation_id=s.conversation_id,
+        MemorySource(memory_id=memory.id, version=version, message_id=s.message_id, conversation_id=s.conversation_id,
                      external_ref=s.external_ref) for s in sources
     ])
 
 
-def _link_entities(memory: Memory, entity_ids: list[int]) -> None:
-    EntityLink.objects.bulk_create([EntityLink(memory=memory, entity_id=e) for e in set(entity_ids)], ignore_conflicts=True)
+def _link_entities(memory: Memory | NearMemory, entity_ids: list[int]) -> None:
+    EntityLink.objects.bulk_create([EntityLink(memory_id=memory.id, entity_id=e) for e in set(entity_ids)], ignore_conflicts=True)
 
 
 def _store_embedding(memory: Memory, vector: np.ndarray, model_id: str, *, new: bool = False) -> None:
@@ -129,21 +103,21 @@ def _store_embedding(memory: Memory, vector: np.ndarray, model_id: str, *, new: 
                                              defaults={"version": memory.version, "vector": to_bytes(vector)})
 
 
-def _touch_duplicate(existing: Memory, inp: MemoryInput) -> None:
+def _touch_duplicate(existing: Memory | NearMemory, inp: MemoryInput) -> None:
     """A restatement confirms the memory: count it and keep where it was said again. A message that
     is already a source (a redelivered extraction task) confirms nothing new and changes nothing."""
-    known = set(MemorySource.objects.filter(memory=existing).values_list("message_id", "external_ref"))
+    known = set(MemorySource.objects.filter(memory_id=existing.id).values_list("message_id", "external_ref"))
     new_sources = [s for s in inp.sources if (s.message_id, s.external_ref) not in known]
     if inp.sources and not new_sources:
         return
     Memory.objects.filter(id=existing.id).update(access_count=F("access_count") + 1)
     if new_sources:
-        version = existing.versions.order_by("-n").first()
+        version = MemoryVersion.objects.filter(memory_id=existing.id).order_by("-n").first()
         _add_sources(existing, version, new_sources)
     _link_entities(existing, inp.entity_ids)
 
 
-def _semantic_duplicate(inp: MemoryInput, similar: list[tuple[Memory, float]], threshold: float):
+def _semantic_duplicate(inp: MemoryInput, similar: list[tuple[NearMemory, float]], threshold: float):
     """The most similar memory if it says the same thing. Within one slot the embedding cannot
     tell values apart (佳木斯 vs 齐齐哈尔 score 0.9), so a same-slot memory counts as a duplicate
     only when nearly identical and the candidate does not announce a change; otherwise the
@@ -162,8 +136,8 @@ def _semantic_duplicate(inp: MemoryInput, similar: list[tuple[Memory, float]], t
     return None
 
 
-def _supersede_targets(inp: MemoryInput, similar: list[tuple[Memory, float]], sup_threshold: float,
-                       decisions: dict[int, object]) -> list[Memory]:
+def _supersede_targets(inp: MemoryInput, similar: list[tuple[NearMemory, float]], sup_threshold: float,
+                       decisions: dict[int, object]) -> list[Memory | NearMemory]:
     if inp.kind == MemoryKind.EPISODE:
         return []
     targets = {m.id: m for m in Memory.objects.filter(id__in=inp.supersedes, org=inp.org, user_id=inp.user_id,
@@ -178,7 +152,7 @@ def _supersede_targets(inp: MemoryInput, similar: list[tuple[Memory, float]], su
             targets[memory.id] = memory
         elif entity_ids and inp.kind in SINGLE_VALUED_KINDS and memory.kind == inp.kind and sim >= sup_threshold and \
                 not other_attribute(decision) and \
-                entity_ids & set(memory.entity_links.values_list("entity_id", flat=True)):
+                entity_ids & set(EntityLink.objects.filter(memory_id=memory.id).values_list("entity_id", flat=True)):
             targets[memory.id] = memory
     return list(targets.values())
 
@@ -234,18 +208,20 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
             if existing is not None:
                 _touch_duplicate(existing, inp)
                 return WriteOutcome("duplicate", existing, similarity=1.0)
-        similar = _similar_active(inp, vector, embedder.model_id) if dedup and inp.kind != MemoryKind.EPISODE else []
+        similar = (similar_active(inp.org, inp.user_id, inp.kind, inp.scope, inp.conversation_id, inp.slot_key,
+                                  inp.content, vector, embedder.model_id)
+                   if dedup and inp.kind != MemoryKind.EPISODE else [])
         duplicate = _semantic_duplicate(inp, similar, limits.duplicate)
         if duplicate is not None:
             _touch_duplicate(duplicate[0], inp)
-            return WriteOutcome("duplicate", duplicate[0], similarity=duplicate[1])
+            return WriteOutcome("duplicate", whole(duplicate[0]), similarity=duplicate[1])
         decisions = subject_decisions(inp, similar, limits) if dedup else {}
         same_subject = [(m, decisions[m.id]) for m, _ in similar if m.id in decisions
                         and decisions[m.id].action == "duplicate" and m.kind == inp.kind]
         if same_subject and not inp.change:
             memory, decision = same_subject[0]
             _touch_duplicate(memory, inp)
-            return WriteOutcome("duplicate", memory, similarity=decision.score)
+            return WriteOutcome("duplicate", whole(memory), similarity=decision.score)
         targets = _supersede_targets(inp, similar, limits.supersede, decisions) if dedup else []
         reason = "CORRECT" if inp.change == "correction" else ("SUPERSEDE" if targets else "ADD")
         try:

@@ -15,7 +15,7 @@ def distinct_statements(older: str, newer: str) -> bool:
     return distinct(parse(older), parse(newer))
 
 
-def subject_decisions(inp, similar: list[tuple[Memory, float]], limits) -> dict[int, object]:
+def subject_decisions(inp, similar: list[tuple], limits) -> dict[int, object]:
     """Subject matching (memory/subjects) of a standing candidate against the standing memories."""
     from memory.subjects import Existing, judge
 
@@ -35,7 +35,7 @@ def other_attribute(decision) -> bool:
     return bool(f and (f.ident_conflict or f.pred_conflict or f.heads_differ or f.speaker_differs))
 
 
-def conflicts_record(memory: Memory, similar: list[tuple[Memory, float]], decisions: dict[int, object],
+def conflicts_record(memory: Memory, similar: list[tuple], decisions: dict[int, object],
                      superseded: set[int]) -> list[int]:
     """The uncertain band: both stay active (the newer ranks first) and the pair is queued for an
     operator (console, GET /api/v1/conflicts)."""
@@ -47,6 +47,7 @@ def conflicts_record(memory: Memory, similar: list[tuple[Memory, float]], decisi
         if decision is None or decision.action != "conflict" or old.id in superseded:
             continue
         signals = decision.features.as_dict() if decision.features else {}
-        conflict_record(older=old, newer=memory, score=decision.score, signals=signals)
+        older = old if isinstance(old, Memory) else Memory.objects.get(id=old.id)  # the window holds light rows
+        conflict_record(older=older, newer=memory, score=decision.score, signals=signals)
         out.append(old.id)
     return out

@@ -12,7 +12,7 @@ from memory.choices import STANDING_KINDS
 from memory.subjects.match import Decision, decide, pair_features, subject_score
 from memory.subjects.parts import parse
 
-__all__ = ["Existing", "judge", "masked_similarity"]
+__all__ = ["Existing", "judge", "masked_seed", "masked_similarity"]
 
 # Pairs whose subject score cannot reach the conflict band even with a perfect masked cosine are
 # decided without embedding anything; of the rest, only the closest few are embedded.
@@ -46,6 +46,15 @@ def _masked_vectors(embedder, texts: list[str]) -> list[np.ndarray]:
                 out[t] = v
                 _cache[(model, t)] = v
     return [out[t] for t in texts]
+
+
+def masked_seed(embedder, texts: list[str], vectors) -> None:
+    """Vectors of value-masked forms encoded elsewhere (a batch's one encoder call), kept as if
+    this module had encoded them."""
+    model = embedder.model_id
+    with _cache_lock:
+        for t, v in zip(texts, vectors):
+            _cache[(model, t)] = v  # the LRU cache evicts the least recently used itself
 
 
 def masked_similarity(embedder, a: str, others: list[str]) -> list[float]:

@@ -102,6 +102,52 @@ def test_batch_gives_the_memories_of_one_by_one(org):
     assert all(extracted for _, extracted, _ in _messages("batch-user"))
 
 
+def _append_one_by_one(api, conv_id: int, messages: list[dict]) -> None:
+    i = 0
+    while i < len(messages):  # a tool call travels with its result (the API needs the pair)
+        j = i + 1
+        while j < len(messages) and messages[j]["role"] == "tool":
+            j += 1
+        path = "messages" if j - i == 1 else "messages/batch"
+        body = messages[i] if j - i == 1 else {"messages": messages[i:j]}
+        assert api.post(f"/api/v1/conversations/{conv_id}/{path}", body, format="json").status_code == 201
+        i = j
+
+
+def test_batch_shows_the_extractor_what_one_by_one_shows(org, monkeypatch):
+    """What the batch reads once (the memories shown, the recent turns) stays in step with its own
+    writes: every message's extractor input is the one-by-one input, in order."""
+    from memory.extraction.rules import RuleExtractor
+    from memory.services.extraction_batch import Batch
+
+    seen: dict[str, list] = {"batch": [], "single": []}
+    original_batch, original_rules = Batch.extract, RuleExtractor.extract
+
+    def batch_extract(self, message, inp, extractor):
+        seen["batch"].append(inp)
+        return original_batch(self, message, inp, extractor)
+
+    def rules_extract(self, inp):
+        if mode == "single":
+            seen["single"].append(inp)
+        return original_rules(self, inp)
+
+    monkeypatch.setattr(Batch, "extract", batch_extract)
+    monkeypatch.setattr(RuleExtractor, "extract", rules_extract)
+    messages = _timed(SESSION + FRESH)
+    mode = "batch"
+    api = make_client(org, "inputs-batch")
+    conv = create_conversation(api, "ib")
+    response = api.post(f"/api/v1/conversations/{conv['id']}/messages/batch", {"messages": messages}, format="json")
+    assert response.status_code == 201, response.content
+    mode = "single"
+    api = make_client(org, "inputs-single")
+    conv = create_conversation(api, "is")
+    _append_one_by_one(api, conv["id"], messages)
+    assert seen["batch"] == seen["single"]
+    assert any(inp.existing for inp in seen["single"]) and any(inp.recent for inp in seen["single"])
+
+
 def _from_subject_matching() -> bool:
     frame = sys._getframe(2)
     while frame is not None:
