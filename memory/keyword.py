@@ -7,11 +7,12 @@ the memories whose stored terms are missing or of another version or analyser, s
 query in a process, or the first after a write, costs one read instead of segmenting every text."""
 import math
 import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+from cachetools import LRUCache
 from django.conf import settings
 from rank_bm25 import BM25Okapi
 
@@ -91,7 +92,7 @@ class _UserIndex:
     bm25: _LuceneBM25 | None
 
 
-_indexes: "OrderedDict[tuple[int, str], _UserIndex]" = OrderedDict()
+_indexes: LRUCache = LRUCache(maxsize=MAX_INDEXES)
 _lock = threading.Lock()
 
 
@@ -161,16 +162,12 @@ def _index_for(org_id: int, user_id: str) -> _UserIndex:
     generation = user_generation(org_id, user_id)
     key = (org_id, user_id)
     with _lock:
-        cached = _indexes.get(key)
+        cached = _indexes.get(key)  # a read counts as a use
         if cached is not None and cached.generation == generation:
-            _indexes.move_to_end(key)
             return cached
     index = _build(org_id, user_id, generation)
     with _lock:
         _indexes[key] = index
-        _indexes.move_to_end(key)
-        while len(_indexes) > MAX_INDEXES:
-            _indexes.popitem(last=False)
     return index
 
 
