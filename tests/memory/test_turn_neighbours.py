@@ -1,0 +1,73 @@
+"""Turn neighbours in the second look (memory/second_look.py): the turns next to the best candidates'
+turns are candidates too, and those next to the top hits gain a bonus."""
+from memory.models import Memory, MemorySource
+from memory.second_look import turn_neighbours
+from tests.conversations.api_helpers import create_conversation
+from tests.memory.test_recall import recall
+
+SECOND_LOOK = {"seeds": 2, "weight": 0.4, "expand": False}
+
+
+def _append(api, conversation_id: int, texts: list[str]) -> None:
+    messages = [{"role": "user", "content": text} for text in texts]
+    response = api.post(f"/api/v1/conversations/{conversation_id}/messages/batch", {"messages": messages}, format="json")
+    assert response.status_code == 201, response.content
+
+
+def _episode(text: str) -> int:
+    return Memory.objects.get(kind="episode", content=text).id
+
+
+def _turn_memories(conversation_id: int, seqs: set[int]) -> set[int]:
+    return set(MemorySource.objects.filter(message__conversation_id=conversation_id, message__seq__in=seqs)
+               .values_list("memory_id", flat=True))
+
+
+TURNS = ["Caroline: I spent the whole weekend repainting the kitchen cabinets a deep green colour.",
+         "Melanie: Oh nice, how did the old hinges hold up after all these years?",
+         "Caroline: Guess what I finally signed up for at the library!",
+         "Caroline: A pottery class at the community centre, every Tuesday evening.",
+         "Melanie: My son scored two goals at his football match on Saturday morning."]
+
+
+def test_neighbours_are_the_next_turns_of_the_same_conversation(api):
+    first, other = create_conversation(api, "a"), create_conversation(api, "b")
+    _append(api, first["id"], TURNS)
+    _append(api, other["id"], ["Melanie: We drove to the coast for a long picnic with the kids.",
+                               "Caroline: The lighthouse tour was closed for repairs this month.",
+                               "Melanie: The kids collected shells and crabs all afternoon."])
+    seed = _episode(TURNS[2])  # turn 3 of the first conversation
+    near = turn_neighbours([seed], 1)
+    assert set(near) == _turn_memories(first["id"], {2, 4}) and near  # not turn 3 itself, not the other conversation
+    seed_message = MemorySource.objects.get(memory_id=seed).message_id
+    assert set(near.values()) == {seed_message}
+    assert set(turn_neighbours([seed], 2)) == _turn_memories(first["id"], {1, 2, 4, 5})
+    assert turn_neighbours([seed], 0) == {} and turn_neighbours([], 1) == {}
+
+
+def test_the_turn_after_the_top_hit_gains_the_neighbour_bonus(api, settings):
+    conversation = create_conversation(api, "a")
+    _append(api, conversation["id"], TURNS)
+    question = "What did Caroline sign up for at the library?"
+    settings.RECALL_SECOND_LOOK = {**SECOND_LOOK, "neighbours": 1, "neighbour_weight": 0.2}
+    on = {item["content"]: item for item in recall(api, question, k=5, explain=True)["items"]}
+    settings.RECALL_SECOND_LOOK = {**SECOND_LOOK, "neighbours": 0}
+    off = {item["content"]: item for item in recall(api, question, k=5, explain=True)["items"]}
+    answer = TURNS[3]
+    assert "signed up" in list(off)[0]  # the question matches the turn before the answer
+    gained = on[answer]["score_parts"]["second_look"] - off[answer]["score_parts"]["second_look"]
+    assert abs(gained - 0.2) < 1e-3
+    far = TURNS[0]  # two turns away from the top hit: no bonus
+    if far in on and far in off:
+        assert abs(on[far]["score_parts"]["second_look"] - off[far]["score_parts"]["second_look"]) < 1e-3
+
+
+def test_a_forgotten_neighbour_is_never_recalled(api, settings):
+    conversation = create_conversation(api, "a")
+    _append(api, conversation["id"], TURNS)
+    answer = _episode(TURNS[3])
+    response = api.post("/api/v1/forget", {"memory_ids": [answer]}, format="json")
+    assert response.status_code in (200, 201, 202), response.content
+    settings.RECALL_SECOND_LOOK = {**SECOND_LOOK, "neighbours": 1, "neighbour_weight": 0.5}
+    body = recall(api, "What did Caroline sign up for at the library?", k=5)
+    assert "pottery" not in " ".join(item["content"] for item in body["items"])
