@@ -36,8 +36,8 @@ def _schema_fingerprint() -> str:
     for path in sorted(REPO_ROOT.glob("*/migrations/0*.py")):
         h.update(path.name.encode())
         h.update(path.read_bytes())
-    for name in ("bench/synth.py", "memory/projections.py"):
-        h.update((REPO_ROOT / name).read_bytes())
+    for path in [REPO_ROOT / "bench/synth.py", *sorted((REPO_ROOT / "memory/projections").glob("*.py"))]:
+        h.update(path.read_bytes())  # memory/projections.py became a package
     return h.hexdigest()[:12]
 
 
