@@ -9,12 +9,24 @@ new is back-checked like any candidate (measured at about twice the rank stage's
 Every candidate then gets a bonus of
 `weight` × (its fused relevance to the seeds), so an item that is about what the top hits are
 about rises, while the first round's order still decides among the rest.
+
+Turn neighbours (`neighbours`): a question's evidence is often the turn next to the one it
+matched (the answer after a question, the line that says what "it" was). Before the back-check,
+the memories of the turns next to the best candidates' turns (by their raw fused scores) are
+looked up in one SQL statement and join the candidates, so they are back-checked and
+lineage-checked with the rest; after the first round, those next to the top hits gain
+`neighbour_weight`. The named speaker (`speaker_weight`): a question that names one of the
+transcript speakers ("What might Caroline's degree be in?") is more often answered by what that
+speaker said, so their turns gain a little.
 """
+import re
+
 import numpy as np
 from django.conf import settings
 from django.db import connection
 
 from conversations.models import Message
+from memory.extraction.text import split_speaker
 from memory.keyword import keyword_scores
 from memory.models import MemorySource
 from memory.selectors.recall_candidates import fusion_weights, is_cjk, minmax, semantic_candidates
@@ -87,6 +99,16 @@ def neighbour_candidates(q, vector_hits: dict[int, float], keyword_top: dict[int
     return turn_neighbours(seeds, span)
 
 
+def asked_speakers(query: str, speakers: dict[int, str | None]) -> set[str]:
+    """The transcript speakers (labels of the candidates' turns, "Caroline: ...") that the query
+    names, unless it names every speaker there is (then naming tells nothing apart)."""
+    names = {name for name in speakers.values() if name}
+    words = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'.-]*", query)}
+    words |= {w[:-2] for w in words if w.endswith("'s")}
+    asked = {name for name in names if all(part.lower() in words for part in name.split())}
+    return asked if asked != names else set()
+
+
 def second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword_raw, score_round, admit,
                 neighbours: dict[int, int] | None = None):
     """Re-rank `ranked` with the second round; `kept`/`sources`/`links` grow in place through
@@ -129,12 +151,18 @@ def second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword
     top2 = max((keyword2.get(m, 0.0) for m in kept), default=0.0)
     w_sem, w_kw = fusion_weights(q.query)
     weight = config["weight"]
+    speakers, asked = {}, set()
+    if config.get("speaker_weight"):  # a question about someone: what they said themselves comes first
+        speakers = {m: split_speaker(kept[m].content)[0] for m, _, _ in ranked}
+        asked = asked_speakers(q.query, speakers)
     bonus = {}
     for memory_id, _, _ in ranked:
         kw2 = keyword2.get(memory_id, 0.0) / top2 if top2 > 0 else 0.0
         bonus[memory_id] = weight * (w_sem * semantic2.get(memory_id, 0.0) + w_kw * kw2)
         if memory_id in near:
             bonus[memory_id] += config.get("neighbour_weight", 0.0)
+        if asked and speakers.get(memory_id) in asked:
+            bonus[memory_id] += config["speaker_weight"]
     # Scored again with the bonus inside the ranking, so what the ranking guarantees after scoring
     # (a live memory above the episode it came from) still holds.
     return score_round(kept, bonus)

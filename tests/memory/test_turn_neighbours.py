@@ -71,3 +71,31 @@ def test_a_forgotten_neighbour_is_never_recalled(api, settings):
     settings.RECALL_SECOND_LOOK = {**SECOND_LOOK, "neighbours": 1, "neighbour_weight": 0.5}
     body = recall(api, "What did Caroline sign up for at the library?", k=5)
     assert "pottery" not in " ".join(item["content"] for item in body["items"])
+
+
+def test_the_speakers_a_question_names():
+    from memory.second_look import asked_speakers
+
+    speakers = {1: "Caroline", 2: "Melanie", 3: None, 4: "Jon Snow"}
+    assert asked_speakers("What might Caroline's degree be in?", speakers) == {"Caroline"}
+    assert asked_speakers("Did Jon Snow and caroline meet?", speakers) == {"Caroline", "Jon Snow"}
+    assert asked_speakers("When did Jon move?", speakers) == set()  # every part of a name
+    assert asked_speakers("What did Caroline tell Melanie and Jon Snow?", speakers) == set()  # everyone: no one stands out
+    assert asked_speakers("我家狗对什么过敏", {1: None}) == set()
+
+
+def test_what_the_named_speaker_said_gains_the_speaker_bonus(api, settings):
+    conversation = create_conversation(api, "a")
+    _append(api, conversation["id"], ["Melanie: I really love hiking in the mountains on quiet weekends.",
+                                      "Caroline: I love hiking in the mountains too, mostly on long weekends.",
+                                      "Melanie: The weather was lovely for the farmers market this morning."])
+    question = "What does Caroline love doing at weekends?"
+    settings.RECALL_SECOND_LOOK = {**SECOND_LOOK, "speaker_weight": 0.2}
+    on = {item["content"]: item["score_parts"]["second_look"] for item in recall(api, question, k=5, explain=True)["items"]}
+    settings.RECALL_SECOND_LOOK = dict(SECOND_LOOK)
+    off = {item["content"]: item["score_parts"]["second_look"] for item in recall(api, question, k=5, explain=True)["items"]}
+    carolines = [c for c in on if c.startswith("Caroline:")]
+    melanies = [c for c in on if c.startswith("Melanie:")]
+    assert carolines and melanies
+    assert all(abs(on[c] - off[c] - 0.2) < 1e-3 for c in carolines)
+    assert all(abs(on[c] - off[c]) < 1e-3 for c in melanies)
