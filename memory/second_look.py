@@ -134,9 +134,10 @@ def second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword
             admit(new_ids)
             ranked = score_round(kept)
     # Neighbours (found before the back-check) of the turns of this round's top items gain a bonus.
-    top_messages = {s.get("message_id") for m in _distinct_top(ranked, sources, config.get("neighbour_seeds", seeds_n))
-                    for s in sources.get(m, ())}
-    near = {m for m, seed_message in (neighbours or {}).items() if seed_message in top_messages and m in kept}
+    seed_of_message = {s.get("message_id"): m for m in _distinct_top(ranked, sources, config.get("neighbour_seeds", seeds_n))
+                       for s in sources.get(m, ())}
+    near = {m: seed_of_message[seed_message] for m, seed_message in (neighbours or {}).items()
+            if seed_message in seed_of_message and m in kept}
     ids = [memory_id for memory_id, _, _ in ranked if kept[memory_id].vector is not None]
     if not ids:
         return ranked
@@ -165,4 +166,13 @@ def second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword
             bonus[memory_id] += config["speaker_weight"]
     # Scored again with the bonus inside the ranking, so what the ranking guarantees after scoring
     # (a live memory above the episode it came from) still holds.
+    ranked = score_round(kept, bonus)
+    # A neighbour rises at most to just below the hit it neighbours: it is evidence about that hit,
+    # never a reason to put an older turn (a superseded plan, the assistant's echo) above it.
+    score = {memory_id: value for memory_id, value, _ in ranked}
+    over = {m: score[m] - score[seed] for m, seed in near.items() if m in score and seed in score and score[m] >= score[seed]}
+    if not over:
+        return ranked
+    for memory_id, excess in over.items():
+        bonus[memory_id] -= excess + 0.001
     return score_round(kept, bonus)

@@ -99,3 +99,19 @@ def test_what_the_named_speaker_said_gains_the_speaker_bonus(api, settings):
     assert carolines and melanies
     assert all(abs(on[c] - off[c] - 0.2) < 1e-3 for c in carolines)
     assert all(abs(on[c] - off[c]) < 1e-3 for c in melanies)
+
+
+def test_a_neighbour_never_rises_above_the_hit_it_neighbours(api, settings):
+    # The older plan and the assistant's echoes are the top hit's neighbours: evidence about it,
+    # never above it, however large the bonus.
+    conversation = create_conversation(api, "a")
+    response = api.post(f"/api/v1/conversations/{conversation['id']}/messages/batch", {"messages": [
+        {"role": "user", "content": "Please send my weekly summary on Friday afternoons."},
+        {"role": "assistant", "content": "Sure, weekly summary on Friday afternoons."},
+        {"role": "user", "content": "Let's move the weekly summary to Monday mornings from now on."},
+        {"role": "assistant", "content": "Done, it will come on Monday mornings."}]}, format="json")
+    assert response.status_code == 201, response.content
+    settings.RECALL_SECOND_LOOK = {**SECOND_LOOK, "neighbours": 2, "neighbour_weight": 1.0}
+    body = recall(api, "When should I get my weekly summary?", k=5, explain=True)
+    assert "Monday" in body["items"][0]["content"]
+    assert any("Friday" in item["content"] for item in body["items"])  # the neighbours are there, lower
