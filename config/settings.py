@@ -261,9 +261,16 @@ RECALL_FOCUS_MIN_CHARS = env.int("RECALL_FOCUS_MIN_CHARS", default=40)
 RECALL_LONG_QUERY = env.json("RECALL_LONG_QUERY", default={
     "focus_weight": 0.8, "keyword_scale_zh": 0.5, "keyword_scale_en": 1.0, "keyword_whole": False,
 })
-# Second look (memory/second_look.py): the top `seeds` hits seed one more vector and keyword
-# search; every candidate gains `weight` x its relevance to them. weight 0 turns it off.
-RECALL_SECOND_LOOK = env.json("RECALL_SECOND_LOOK", default={"seeds": 2, "weight": 0.4, "expand": False})
+# Second look (memory/second_look.py): the top `seeds` hits re-score the candidates; every candidate
+# gains `weight` x its relevance to them. weight 0 turns it off (neighbours and speakers too).
+# Turn neighbours: memories of the turns within `neighbours` positions of the best `neighbour_pool`
+# candidates' turns are candidates too (one SQL statement); those next to the top `seeds` hits gain
+# `neighbour_weight`. A question naming a transcript speaker: that speaker's turns gain `speaker_weight`.
+# Chosen on the LoCoMo tuning half (docs/evaluation.md, "Turn neighbours and the named speaker").
+RECALL_SECOND_LOOK = env.json("RECALL_SECOND_LOOK", default={
+    "seeds": 2, "weight": 0.4, "expand": False,
+    "neighbours": 2, "neighbour_pool": 4, "neighbour_weight": 0.3, "speaker_weight": 0.2,
+})
 ACCESS_STATS_FLUSH_SECONDS = env.float("ACCESS_STATS_FLUSH_SECONDS", default=5.0)
 # Short turns and memories: weak length normalisation and early term saturation (LoCoMo-tuned, docs/evaluation.md).
 KEYWORD_BM25_K1 = env.float("KEYWORD_BM25_K1", default=0.9)

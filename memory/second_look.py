@@ -9,12 +9,27 @@ new is back-checked like any candidate (measured at about twice the rank stage's
 Every candidate then gets a bonus of
 `weight` × (its fused relevance to the seeds), so an item that is about what the top hits are
 about rises, while the first round's order still decides among the rest.
+
+Turn neighbours (`neighbours`): a question's evidence is often the turn next to the one it
+matched (the answer after a question, the line that says what "it" was). Before the back-check,
+the memories of the turns next to the best candidates' turns (by their raw fused scores) are
+looked up in one SQL statement and join the candidates, so they are back-checked and
+lineage-checked with the rest; after the first round, those next to the top hits gain
+`neighbour_weight`. The named speaker (`speaker_weight`): a question that names one of the
+transcript speakers ("What might Caroline's degree be in?") is more often answered by what that
+speaker said, so their turns gain a little.
 """
+import re
+
 import numpy as np
 from django.conf import settings
+from django.db import connection
 
+from conversations.models import Message
+from memory.extraction.text import split_speaker
 from memory.keyword import keyword_scores
-from memory.selectors.recall_candidates import back_check, fusion_weights, is_cjk, minmax, semantic_candidates
+from memory.models import MemorySource
+from memory.selectors.recall_candidates import fusion_weights, is_cjk, minmax, semantic_candidates
 from memory.vectors import from_bytes, similarity
 
 
@@ -42,12 +57,67 @@ def _distinct_top(ranked, sources, n: int) -> list[int]:
     return seeds
 
 
-def second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword_raw, score_round):
-    """Re-rank `ranked` with the second round; `kept`/`sources`/`links` grow in place.
+def turn_neighbours(seeds: list[int], span: int) -> dict[int, int]:
+    """Memories drawn from the turns next to the seeds' turns (within `span` positions in the same
+    conversation), each with the message id of the seed turn it neighbours (the nearest one): one
+    SQL statement over the (conversation, seq) index. Scope and access are the caller's back-check."""
+    if not seeds or span <= 0:
+        return {}
+    source, message = MemorySource._meta.db_table, Message._meta.db_table
+    marks = ", ".join(["%s"] * len(seeds))
+    sql = (f"SELECT s2.memory_id, m1.id, ABS(m2.seq - m1.seq) FROM {source} s1 "
+           f"JOIN {message} m1 ON m1.id = s1.message_id "
+           f"JOIN {message} m2 ON m2.conversation_id = m1.conversation_id "
+           f"AND m2.seq BETWEEN m1.seq - %s AND m1.seq + %s AND m2.id <> m1.id "
+           f"JOIN {source} s2 ON s2.message_id = m2.id "
+           f"WHERE s1.memory_id IN ({marks})")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [span, span, *seeds])
+        rows = cursor.fetchall()
+    out: dict[int, tuple[int, int]] = {}
+    for neighbour, seed_message, distance in rows:
+        if neighbour not in out or distance < out[neighbour][1]:
+            out[neighbour] = (seed_message, distance)
+    return {neighbour: seed_message for neighbour, (seed_message, _) in out.items()}
+
+
+def neighbour_candidates(q, vector_hits: dict[int, float], keyword_top: dict[int, float]) -> dict[int, int]:
+    """Before the back-check, so the neighbours are checked with the first round's candidates (no
+    second back-check): the turns next to the best candidates by their raw fused scores, as
+    `turn_neighbours` gives them. A question's evidence is often the turn next to the one it
+    matched: the answer to a question, or the line that says what "it" was."""
+    config = settings.RECALL_SECOND_LOOK
+    span = config.get("neighbours", 0)
+    if not span or not enabled(q.query):
+        return {}
+    w_sem, w_kw = fusion_weights(q.query)
+    semantic = minmax(vector_hits)
+    top_kw = max(keyword_top.values(), default=0.0)
+    pre = {m: w_sem * semantic.get(m, 0.0) + (w_kw * keyword_top.get(m, 0.0) / top_kw if top_kw > 0 else 0.0)
+           for m in set(vector_hits) | set(keyword_top)}
+    seeds = sorted(pre, key=lambda m: (-pre[m], -m))[:config.get("neighbour_pool", 4)]
+    return turn_neighbours(seeds, span)
+
+
+def asked_speakers(query: str, speakers: dict[int, str | None]) -> set[str]:
+    """The transcript speakers (labels of the candidates' turns, "Caroline: ...") that the query
+    names, unless it names every speaker there is (then naming tells nothing apart)."""
+    names = {name for name in speakers.values() if name}
+    words = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'.-]*", query)}
+    words |= {w[:-2] for w in words if w.endswith("'s")}
+    asked = {name for name in names if all(part.lower() in words for part in name.split())}
+    return asked if asked != names else set()
+
+
+def second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword_raw, score_round, admit,
+                neighbours: dict[int, int] | None = None):
+    """Re-rank `ranked` with the second round; `kept`/`sources`/`links` grow in place through
+    `admit(ids)` (the first round's back-check and episode lineage for new candidates).
     `score_round(kept)` re-runs the first round's scoring over the (grown) candidate set."""
 
     config = settings.RECALL_SECOND_LOOK
-    seeds = _distinct_top(ranked, sources, config["seeds"])
+    seeds_n = config["seeds"]
+    seeds = _distinct_top(ranked, sources, seeds_n)
     seed_vectors = [from_bytes(kept[m].vector) for m in seeds if kept[m].vector is not None]
     if not seeds or not seed_vectors:
         return ranked
@@ -61,11 +131,13 @@ def second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword
         hits = semantic_candidates(q, probe, limit, result)
         new_ids = (set(hits) | set(keyword2_top)) - set(kept)
         if new_ids:
-            more, more_sources, more_links = back_check(q, new_ids, result, vectors.embedder.model_id)
-            kept.update(more)
-            sources.update(more_sources)
-            links.update(more_links)
+            admit(new_ids)
             ranked = score_round(kept)
+    # Neighbours (found before the back-check) of the turns of this round's top items gain a bonus.
+    seed_of_message = {s.get("message_id"): m for m in _distinct_top(ranked, sources, config.get("neighbour_seeds", seeds_n))
+                       for s in sources.get(m, ())}
+    near = {m: seed_of_message[seed_message] for m, seed_message in (neighbours or {}).items()
+            if seed_message in seed_of_message and m in kept}
     ids = [memory_id for memory_id, _, _ in ranked if kept[memory_id].vector is not None]
     if not ids:
         return ranked
@@ -80,10 +152,27 @@ def second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword
     top2 = max((keyword2.get(m, 0.0) for m in kept), default=0.0)
     w_sem, w_kw = fusion_weights(q.query)
     weight = config["weight"]
+    speakers, asked = {}, set()
+    if config.get("speaker_weight"):  # a question about someone: what they said themselves comes first
+        speakers = {m: split_speaker(kept[m].content)[0] for m, _, _ in ranked}
+        asked = asked_speakers(q.query, speakers)
     bonus = {}
     for memory_id, _, _ in ranked:
         kw2 = keyword2.get(memory_id, 0.0) / top2 if top2 > 0 else 0.0
         bonus[memory_id] = weight * (w_sem * semantic2.get(memory_id, 0.0) + w_kw * kw2)
+        if memory_id in near:
+            bonus[memory_id] += config.get("neighbour_weight", 0.0)
+        if asked and speakers.get(memory_id) in asked:
+            bonus[memory_id] += config["speaker_weight"]
     # Scored again with the bonus inside the ranking, so what the ranking guarantees after scoring
     # (a live memory above the episode it came from) still holds.
+    ranked = score_round(kept, bonus)
+    # A neighbour rises at most to just below the hit it neighbours: it is evidence about that hit,
+    # never a reason to put an older turn (a superseded plan, the assistant's echo) above it.
+    score = {memory_id: value for memory_id, value, _ in ranked}
+    over = {m: score[m] - score[seed] for m, seed in near.items() if m in score and seed in score and score[m] >= score[seed]}
+    if not over:
+        return ranked
+    for memory_id, excess in over.items():
+        bonus[memory_id] -= excess + 0.001
     return score_round(kept, bonus)

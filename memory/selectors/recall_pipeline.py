@@ -10,7 +10,7 @@ from django.utils import timezone
 from memory.keyword import keyword_scores
 from memory.query_shape import keyword_text
 from memory.second_look import enabled as second_look_enabled
-from memory.second_look import second_look
+from memory.second_look import neighbour_candidates, second_look
 from memory.selectors.conflict_marks import conflicts_apply
 from memory.selectors.episode_lineage import Lineage, episode_lineage, is_small_talk
 from memory.selectors.recall_candidates import (  # noqa: F401  (the types are part of this module's interface)
@@ -144,8 +144,9 @@ def recall(q: RecallQuery) -> RecallResult:
     if q.explain:
         result.stages.append({"stage": "candidates", "semantic": vector_hits, "keyword": keyword_top})
     t0 = time.perf_counter()
-    kept, sources, links = back_check(q, set(vector_hits) | set(keyword_top) | set(q.include_ids), result,
-                                       vectors.embedder.model_id)
+    neighbours = neighbour_candidates(q, vector_hits, keyword_top)  # memory/second_look.py: one statement
+    kept, sources, links = back_check(q, set(vector_hits) | set(keyword_top) | set(q.include_ids) | set(neighbours),
+                                      result, vectors.embedder.model_id)
     lineage = _episode_lineage(q, kept, sources, links, result, vectors.embedder.model_id)
 
     semantic_of: dict[frozenset, dict[int, float]] = {}  # the second look scores the same candidates again
@@ -165,9 +166,17 @@ def recall(q: RecallQuery) -> RecallResult:
         semantic = minmax(raw_semantic) if settings.RECALL_NORMALIZE_SEMANTIC else raw_semantic
         return _rank(q, kept, semantic, keyword, links, raw_semantic, lineage, bonus)
 
+    def admit(ids: set[int]) -> None:  # later candidates (second look): back-checked and lineage-checked like the first
+        more, more_sources, more_links = back_check(q, ids - set(kept), result, vectors.embedder.model_id)
+        sources.update(more_sources)
+        links.update(more_links)
+        lineage.update(_episode_lineage(q, more, sources, links, result, vectors.embedder.model_id))
+        kept.update(more)
+
     ranked = score_round(kept)
     if second_look_enabled(q.query):
-        ranked = second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword_raw, score_round)
+        ranked = second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword_raw, score_round, admit,
+                             neighbours)
     chosen, chosen_ids, seen_hashes, seen_sources = [], set(), set(), set()
     dedup_dropped = {}
     for memory_id, score, parts in ranked:
