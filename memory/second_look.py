@@ -26,7 +26,7 @@ from django.conf import settings
 from django.db import connection
 
 from conversations.models import Message
-from memory.extraction.text import split_speaker
+from conversations.textutil import split_speaker
 from memory.keyword import keyword_scores
 from memory.models import MemorySource
 from memory.selectors.recall_candidates import fusion_weights, is_cjk, minmax, semantic_candidates
