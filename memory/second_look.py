@@ -65,17 +65,19 @@ def turn_neighbours(seeds: list[int], span: int) -> dict[int, int]:
         return {}
     source, message = MemorySource._meta.db_table, Message._meta.db_table
     marks = ", ".join(["%s"] * len(seeds))
-    sql = (f"SELECT s2.memory_id, m1.id, ABS(m2.seq - m1.seq) FROM {source} s1 "
+    # No subtraction on seq: it is unsigned on MySQL, where seq - 2 below zero is an error.
+    sql = (f"SELECT s2.memory_id, m1.id, m1.seq, m2.seq FROM {source} s1 "
            f"JOIN {message} m1 ON m1.id = s1.message_id "
            f"JOIN {message} m2 ON m2.conversation_id = m1.conversation_id "
-           f"AND m2.seq BETWEEN m1.seq - %s AND m1.seq + %s AND m2.id <> m1.id "
+           f"AND m2.seq + %s >= m1.seq AND m2.seq <= m1.seq + %s AND m2.id <> m1.id "
            f"JOIN {source} s2 ON s2.message_id = m2.id "
            f"WHERE s1.memory_id IN ({marks})")
     with connection.cursor() as cursor:
         cursor.execute(sql, [span, span, *seeds])
         rows = cursor.fetchall()
     out: dict[int, tuple[int, int]] = {}
-    for neighbour, seed_message, distance in rows:
+    for neighbour, seed_message, seed_seq, seq in rows:
+        distance = abs(int(seq) - int(seed_seq))
         if neighbour not in out or distance < out[neighbour][1]:
             out[neighbour] = (seed_message, distance)
     return {neighbour: seed_message for neighbour, (seed_message, _) in out.items()}
