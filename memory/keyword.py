@@ -149,9 +149,9 @@ def _build(org_id: int, user_id: str, generation: int) -> _UserIndex:
     usable = {memory_id for memory_id, version, stored_version, tokenizer, stored in rows
               if stored and stored_version == version and tokenizer == name}
     # Texts only of the memories whose stored terms are missing or outdated (the projection lags a write).
-    texts = dict(((memory_id, (content, slot)) for memory_id, content, slot in Memory.objects.filter(
-        id__in=[r[0] for r in rows if r[0] not in usable]).values_list("id", "content", "slot_key"))) \
-        if len(usable) < len(rows) else {}
+    missing = [r[0] for r in rows if r[0] not in usable]
+    texts = {memory_id: (content, slot) for memory_id, content, slot in
+             Memory.objects.filter(id__in=missing).values_list("id", "content", "slot_key")} if missing else {}
     corpus = [stored.split(_SEP) if memory_id in usable else memory_terms(*texts.get(memory_id, ("", None)))
               for memory_id, _, _, _, stored in rows]
     bm25 = _LuceneBM25(corpus, k1=settings.KEYWORD_BM25_K1, b=settings.KEYWORD_BM25_B)
