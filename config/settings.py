@@ -286,6 +286,9 @@ RECALL_RECENCY_HALF_LIFE_DAYS = env.float("RECALL_RECENCY_HALF_LIFE_DAYS", defau
 # Per retriever, at least 3k. 40 vs 60 at 100 memories per user: same top-5 hit rate (0.89), p95 -1.8 ms
 # (bench.recall --candidates, docs/performance.md); LoCoMo fetches k=25, so 75 there either way.
 RECALL_CANDIDATES = env.int("RECALL_CANDIDATES", default=40)
+# Users whose recall snapshot (rows, text verdicts, keyword index; memory/selectors/corpus.py) a process
+# keeps, least recently used first out: about 0.5 MB per user of 500 memories.
+RECALL_CORPUS_USERS = env.int("RECALL_CORPUS_USERS", default=256)
 RECALL_MIN_RELEVANCE = env.float("RECALL_MIN_RELEVANCE", default=0.05)
 # "Forget what matches this query": a memory is in the preview when its cosine to the query reaches
 # this, or it shares the query's best keyword match.

@@ -45,7 +45,14 @@ def readable_conversation_ids(*, org: Org, user_id: str, among: set[int]) -> set
     runs this on every call, and the ORM compiling the two subqueries cost more than the reads."""
     if not among:
         return set()
-    owners = dict(plain_rows(Conversation, ("id", "owner_user"), among, key="id", org=org.id))
+    return readable_among(dict(plain_rows(Conversation, ("id", "owner_user"), among, key="id", org=org.id)),
+                          user_id=user_id)
+
+
+def readable_among(owners: dict[int, str], *, user_id: str) -> set[int]:
+    """Which of these conversations (id -> owner, of one org) the user may read now: one plain read of
+    the user's access rows, so a grant or a revocation applies at once. Owners never change, so a
+    caller may keep them (memory/selectors/corpus.py)."""
     if not owners:
         return set()
     states = dict(plain_rows(ConversationAccess, ("conversation", "state"), list(owners), key="conversation",

@@ -35,6 +35,7 @@ __all__ = [
     "pos_tag",
     "split_message_sentences",
     "split_sentences",
+    "is_small_talk",
     "split_speaker",
     "term_set",
     "tokenize",
@@ -151,6 +152,20 @@ def pos_tag(text: str) -> tuple[tuple[str, str], ...]:
     import jieba.posseg
 
     return tuple((p.word, p.flag) for p in jieba.posseg.cut(text))
+
+
+# Part-of-speech flags (jieba) of words that carry content: nouns and names of every kind, verbal
+# nouns, numerals and Latin/digit tokens (codes, products, quantities).
+_CONTENT_FLAGS = ("n", "vn", "m", "eng")
+
+
+def is_small_talk(text: str) -> bool:
+    """A mostly Chinese text with no content word by part of speech ("谢谢，最近老忘", "好的"). English
+    is never judged: jieba tags every Latin word alike. Episodes store this verdict beside their terms
+    (memory/keyword.py), so recall does not run the tagger (~0.3 ms a text) on its candidates."""
+    if not text or cjk_ratio(text) < 0.5:
+        return False
+    return not any(flag.startswith(_CONTENT_FLAGS) for word, flag in pos_tag(text) if word.strip())
 
 
 def split_sentences(text: str) -> list[str]:

@@ -124,3 +124,13 @@ def sync_after_commit(memory_ids_versions: list[tuple[int, int]], org_id: int, u
             enqueue(MEMORY_SYNC, memory_id, version)
 
     transaction.on_commit(fire, robust=True)
+
+
+def generation_bump_after_commit(org_id: int, user_id: str) -> None:
+    """Once the write commits, what any process cached of this user's memories is stale (a source or
+    an entity link was added to a memory without a new version)."""
+    from django.db import transaction
+
+    from memory.cache import user_generation_bump
+
+    transaction.on_commit(lambda: user_generation_bump(org_id, user_id), robust=True)

@@ -1,99 +1,27 @@
-"""Keyword search over a user's active memories: BM25 (rank-bm25) on jieba tokens for Chinese and
-lowercase words for English. One index per (org, user), built on demand from MySQL and kept in
-process until that user's memory generation changes (any write bumps it, in the shared cache).
+"""Keyword terms and BM25 over a user's memories: jieba words for Chinese, Snowball-stemmed lowercase
+words for English (rank-bm25's Okapi formula with Lucene's idf).
 
-A build reads each memory's terms as the projection stored them (`MemoryTerms`) and segments only
-the memories whose stored terms are missing or of another version or analyser, so a user's first
-query in a process, or the first after a write, costs one read instead of segmenting every text."""
+Terms are a projection: the projection sync stores each memory's terms as 64-bit hashes
+(`MemoryTerms.hashes`) beside its vectors, with three verdicts read from the same text (mostly
+Chinese, small talk, the transcript speaker), so building a user's index is one read and a few array
+operations, never a segmentation of every text (jieba is ~0.1 ms a memory). `TermIndex` holds the
+postings in compressed sparse form: a query costs one binary search and one vectorised update per
+query term. The per-user index itself lives in `memory/selectors/corpus.py`, with the user's rows."""
+import hashlib
 import math
-import threading
-from collections import Counter
-from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from cachetools import LRUCache
 from django.conf import settings
-from rank_bm25 import BM25Okapi
 
-from conversations.textutil import tokenize
-from memory.cache import user_generation
+from conversations.textutil import cjk_ratio, is_small_talk, split_speaker, tokenize
 from memory.keyword_zh import bigrams
-from memory.models import Memory, MemoryTerms
+from memory.models import MemoryTerms
 
-MAX_INDEXES = 256  # users kept in process (LRU)
-# Bumped whenever terms() changes what it returns: stored terms of another analyser are not used.
-ANALYSER_VERSION = 1
-_SEP = "\x1f"
-
-
-class _LuceneBM25(BM25Okapi):
-    """BM25 with Lucene's idf, log(1 + (N - n + 0.5) / (n + 0.5)): never negative, so a term that
-    appears in most of a small corpus (a new user's few memories) still scores above zero."""
-
-    def _calc_idf(self, nd):
-        for word, freq in nd.items():
-            self.idf[word] = math.log(1 + (self.corpus_size - freq + 0.5) / (freq + 0.5))
-
-    def _initialize(self, corpus):
-        """The library's corpus statistics in one pass that also makes postings (term -> documents
-        holding it, with frequencies): rank-bm25 scores a term by visiting every document, which made
-        a 20-term query cost 20 passes over the user's corpus. Per-document frequency dicts are not
-        kept (only the library's own scoring loops read them, and get_scores is replaced)."""
-        nd: dict[str, int] = {}  # word -> number of documents with word
-        postings: dict[str, tuple[list[int], list[int]]] = {}
-        num_doc = 0
-        for i, document in enumerate(corpus):
-            self.doc_len.append(len(document))
-            num_doc += len(document)
-            for word, freq in Counter(document).items():  # first-occurrence order, as the library's dict
-                entry = postings.get(word)
-                if entry is None:
-                    entry = postings[word] = ([], [])
-                    nd[word] = 0
-                entry[0].append(i)
-                entry[1].append(freq)
-                nd[word] += 1
-            self.corpus_size += 1
-        self.avgdl = num_doc / self.corpus_size
-        self._postings = postings  # lists; a term's arrays are made when a query first uses it
-        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._doc_len = np.array(self.doc_len, dtype=np.float64)
-        return nd
-
-    def _posting(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
-        arrays = self._arrays.get(term)
-        if arrays is None:
-            lists = self._postings.get(term)
-            if lists is None:
-                return None
-            arrays = self._arrays[term] = (np.array(lists[0], dtype=np.int64), np.array(lists[1], dtype=np.float64))
-        return arrays
-
-    def get_scores(self, query):
-        """The library's formula term by term, over the documents that hold the term only (the others
-        add exactly zero), so the scores are the library's."""
-        score = np.zeros(self.corpus_size)
-        for q in query:
-            posting = self._posting(q)
-            if posting is None:
-                continue
-            docs, q_freq = posting
-            doc_len = self._doc_len[docs]
-            score[docs] += (self.idf.get(q) or 0) * (q_freq * (self.k1 + 1) /
-                                                     (q_freq + self.k1 * (1 - self.b + self.b * doc_len / self.avgdl)))
-        return score
-
-
-@dataclass
-class _UserIndex:
-    generation: int
-    ids: np.ndarray
-    bm25: _LuceneBM25 | None
-
-
-_indexes: LRUCache = LRUCache(maxsize=MAX_INDEXES)
-_lock = threading.Lock()
+# Bumped whenever terms() or term_hash() changes what they return: stored terms of another analyser
+# are not used (the corpus segments those memories on the spot).
+ANALYSER_VERSION = 2
+EMPTY_TERM = "∅"  # a memory whose text has no term still has one, so every document has a length
 
 
 @lru_cache(maxsize=1)
@@ -126,64 +54,87 @@ def analyser() -> str:
 def memory_terms(content: str, slot_key: str | None) -> list[str]:
     """A memory's indexed terms: its text's, and its slot key's, which names the subject
     ("fact:用户.住址"), so "我的住址" finds "我家住在…文三路"."""
-    return (terms(content) + terms((slot_key or "").split(":", 1)[-1].replace(".", " "))) or ["∅"]
+    return (terms(content) + terms((slot_key or "").split(":", 1)[-1].replace(".", " "))) or [EMPTY_TERM]
 
 
-def pack(words: list[str]) -> str:
-    return _SEP.join(w.replace(_SEP, "") for w in words)
+@lru_cache(maxsize=131072)
+def term_hash(term: str) -> int:
+    """A stable 63-bit id of a term (Python's own str hash changes with every process). Two terms
+    of one user's corpus sharing an id is a chance of about n² / 2⁶⁴: nil."""
+    return int.from_bytes(hashlib.blake2b(term.encode(), digest_size=8).digest(), "little") >> 1
+
+
+def term_hashes(words: list[str]) -> np.ndarray:
+    return np.fromiter((term_hash(w) for w in words), dtype=np.int64, count=len(words))
+
+
+def text_features(content: str, slot_key: str | None) -> tuple[np.ndarray, bool, bool, str]:
+    """What the read path needs of a memory's text, read once: its term hashes, whether it is
+    mostly Chinese (which half of a composite vector scores it), whether it is small talk, and the
+    transcript speaker who said it ("Caroline: …"), or ""."""
+    return (term_hashes(memory_terms(content, slot_key)), cjk_ratio(content) >= 0.3, is_small_talk(content),
+            (split_speaker(content)[0] or "")[:100])
 
 
 def terms_rows(memories) -> list[MemoryTerms]:
     """The MemoryTerms rows of these memory instances (written by the projections)."""
     name = analyser()
-    return [MemoryTerms(memory_id=m.id, version=m.version, tokenizer=name, terms=pack(memory_terms(m.content, m.slot_key)))
-            for m in memories]
+    rows = []
+    for m in memories:
+        hashes, cjk, small_talk, speaker = text_features(m.content, m.slot_key)
+        rows.append(MemoryTerms(memory_id=m.id, version=m.version, tokenizer=name, hashes=hashes.astype("<i8").tobytes(),
+                                cjk=cjk, small_talk=small_talk, speaker=speaker))
+    return rows
 
 
-def _build(org_id: int, user_id: str, generation: int) -> _UserIndex:
-    rows = list(Memory.objects.filter(org_id=org_id, user_id=user_id, status="active").values_list(
-        "id", "version", "terms__version", "terms__tokenizer", "terms__terms"))
-    if not rows:
-        return _UserIndex(generation, np.array([], dtype=np.int64), None)
-    name = analyser()
-    usable = {memory_id for memory_id, version, stored_version, tokenizer, stored in rows
-              if stored and stored_version == version and tokenizer == name}
-    # Texts only of the memories whose stored terms are missing or outdated (the projection lags a write).
-    missing = [r[0] for r in rows if r[0] not in usable]
-    texts = {memory_id: (content, slot) for memory_id, content, slot in
-             Memory.objects.filter(id__in=missing).values_list("id", "content", "slot_key")} if missing else {}
-    corpus = [stored.split(_SEP) if memory_id in usable else memory_terms(*texts.get(memory_id, ("", None)))
-              for memory_id, _, _, _, stored in rows]
-    bm25 = _LuceneBM25(corpus, k1=settings.KEYWORD_BM25_K1, b=settings.KEYWORD_BM25_B)
-    return _UserIndex(generation, np.array([r[0] for r in rows], dtype=np.int64), bm25)
+def stored_hashes(blob: bytes | memoryview) -> np.ndarray:
+    return np.frombuffer(bytes(blob), dtype="<i8").astype(np.int64, copy=False)
 
 
-def _index_for(org_id: int, user_id: str) -> _UserIndex:
-    generation = user_generation(org_id, user_id)
-    key = (org_id, user_id)
-    with _lock:
-        cached = _indexes.get(key)  # a read counts as a use
-        if cached is not None and cached.generation == generation:
-            return cached
-    index = _build(org_id, user_id, generation)
-    with _lock:
-        _indexes[key] = index
-    return index
+class TermIndex:
+    """BM25 over documents given as arrays of term hashes, as rank-bm25's BM25Okapi scores them
+    (same formula, same order of floating-point operations, so the same scores) with Lucene's idf,
+    log(1 + (N - n + 0.5) / (n + 0.5)): never negative, so a term in most of a small corpus (a new
+    user's few memories) still scores above zero.
 
+    Postings in compressed sparse form: `terms` (sorted unique hashes), `offsets` into `docs` and
+    `weight` (each posting's tf part of BM25, which does not depend on the query)."""
 
-def keyword_scores(*, org_id: int, user_id: str, query: str) -> dict[int, float]:
-    """Raw BM25 score of every active memory of the user that shares a term with the query."""
-    index = _index_for(org_id, user_id)
-    query_terms = terms(query)
-    if index.bm25 is None or not query_terms:
-        return {}
-    scores = index.bm25.get_scores(query_terms)
-    positive = np.nonzero(scores > 0)[0]
-    return {int(index.ids[i]): float(scores[i]) for i in positive}
+    def __init__(self, documents: list[np.ndarray], k1: float, b: float) -> None:
+        self.size = len(documents)
+        lengths = np.fromiter((len(d) for d in documents), dtype=np.int64, count=self.size)
+        flat = np.concatenate(documents) if documents else np.zeros(0, dtype=np.int64)
+        doc_of = np.repeat(np.arange(self.size, dtype=np.int64), lengths)
+        order = np.lexsort((doc_of, flat))  # by term, then document
+        term, doc = flat[order], doc_of[order]
+        first_of_pair = np.ones(len(term), dtype=bool)
+        first_of_pair[1:] = (term[1:] != term[:-1]) | (doc[1:] != doc[:-1])
+        starts = np.flatnonzero(first_of_pair)
+        pair_term, self.docs = term[starts], doc[starts]
+        tf = np.diff(np.append(starts, len(term))).astype(np.float64)
+        first_of_term = np.ones(len(pair_term), dtype=bool)
+        first_of_term[1:] = pair_term[1:] != pair_term[:-1]
+        term_starts = np.flatnonzero(first_of_term)
+        self.terms = pair_term[term_starts]
+        self.offsets = np.append(term_starts, len(pair_term))
+        df = np.diff(self.offsets)
+        n = self.size
+        self.idf = np.array([math.log(1 + (n - f + 0.5) / (f + 0.5)) for f in df.tolist()], dtype=np.float64)
+        avgdl = float(lengths.sum()) / n if n else 1.0
+        doc_len = lengths[self.docs].astype(np.float64)
+        self.weight = tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len / avgdl))
 
-
-
-
-def clear() -> None:
-    with _lock:
-        _indexes.clear()
+    def scores(self, query: np.ndarray) -> np.ndarray:
+        """The BM25 score of every document (zeros where no query term occurs); a term repeated in
+        the query counts each time, as in the library."""
+        score = np.zeros(self.size)
+        if not len(self.terms) or not len(query):
+            return score
+        at = np.searchsorted(self.terms, query)
+        at[at >= len(self.terms)] = 0
+        for position, term in zip(at.tolist(), query.tolist()):
+            if self.terms[position] != term:
+                continue
+            start, end = self.offsets[position], self.offsets[position + 1]
+            score[self.docs[start:end]] += self.idf[position] * self.weight[start:end]
+        return score

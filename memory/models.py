@@ -188,16 +188,19 @@ class MemoryEmbedding(models.Model):
 
 
 class MemoryTerms(models.Model):
-    """The memory's keyword-search terms (memory/keyword.py), kept beside its vectors so that a
-    process building a user's keyword index reads them instead of segmenting every text again (jieba
-    is ~0.1 ms per memory: 50 ms for a user of 500). A projection: written by the projection sync,
+    """What the read path needs of a memory's text (memory/keyword.py), read once by the projection
+    sync and kept beside its vectors, so that building a user's keyword index and ranking candidates
+    never segments or tags a text (jieba is ~0.1 ms per memory, its tagger ~0.3 ms). A projection:
     deleted with the content on forget, rebuildable; `tokenizer` names the analyser that produced
-    them, and terms of another version or analyser are ignored (the read path segments instead)."""
+    it, and rows of another version or analyser are ignored (the read path reads the text instead)."""
 
     memory = models.OneToOneField(Memory, on_delete=models.CASCADE, primary_key=True, related_name="terms")
     version = models.PositiveIntegerField()  # the memory version these terms were read from
     tokenizer = models.CharField(max_length=40)
-    terms = models.TextField()  # the terms joined by U+001F (no term holds it)
+    hashes = models.BinaryField(default=b"")  # the terms in order, as little-endian 64-bit hashes
+    cjk = models.BooleanField(default=False)  # mostly Chinese: only the multilingual half scores it
+    small_talk = models.BooleanField(default=False)  # no content word by part of speech
+    speaker = models.CharField(max_length=100, blank=True, default="")  # a transcript line's speaker label
 
 
 LIVE_CACHE_SECONDS = 2.0

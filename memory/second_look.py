@@ -26,11 +26,9 @@ from django.conf import settings
 from django.db import connection
 
 from conversations.models import Message
-from conversations.textutil import split_speaker
-from memory.keyword import keyword_scores
 from memory.models import MemorySource
 from memory.selectors.recall_candidates import fusion_weights, is_cjk, minmax, semantic_candidates
-from memory.vectors import from_bytes, similarity
+from memory.vectors import similarity
 
 
 def enabled(query: str) -> bool:
@@ -83,7 +81,7 @@ def turn_neighbours(seeds: list[int], span: int) -> dict[int, int]:
     return {neighbour: seed_message for neighbour, (seed_message, _) in out.items()}
 
 
-def neighbour_candidates(q, vector_hits: dict[int, float], keyword_top: dict[int, float]) -> dict[int, int]:
+def neighbour_candidates(q, vector_hits: dict[int, float], keyword_top: dict[int, float], corpus) -> dict[int, int]:
     """Before the back-check, so the neighbours are checked with the first round's candidates (no
     second back-check): the turns next to the best candidates by their raw fused scores, as
     `turn_neighbours` gives them. A question's evidence is often the turn next to the one it
@@ -98,6 +96,9 @@ def neighbour_candidates(q, vector_hits: dict[int, float], keyword_top: dict[int
     pre = {m: w_sem * semantic.get(m, 0.0) + (w_kw * keyword_top.get(m, 0.0) / top_kw if top_kw > 0 else 0.0)
            for m in set(vector_hits) | set(keyword_top)}
     seeds = sorted(pre, key=lambda m: (-pre[m], -m))[:config.get("neighbour_pool", 4)]
+    # Seeds without a source turn (memories written through the API) have no neighbours: no statement.
+    sources, _ = corpus.sources_links([m for m in seeds if m in corpus])
+    seeds = [m for m in seeds if any(s["message_id"] for s in sources.get(m, ()))]
     return turn_neighbours(seeds, span)
 
 
@@ -112,7 +113,7 @@ def asked_speakers(query: str, speakers: dict[int, str | None]) -> set[str]:
 
 
 def second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword_raw, score_round, admit,
-                neighbours: dict[int, int] | None = None):
+                neighbours: dict[int, int] | None = None, corpus=None):
     """Re-rank `ranked` with the second round; `kept`/`sources`/`links` grow in place through
     `admit(ids)` (the first round's back-check and episode lineage for new candidates).
     `score_round(kept)` re-runs the first round's scoring over the (grown) candidate set."""
@@ -120,13 +121,14 @@ def second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword
     config = settings.RECALL_SECOND_LOOK
     seeds_n = config["seeds"]
     seeds = _distinct_top(ranked, sources, seeds_n)
-    seed_vectors = [from_bytes(kept[m].vector) for m in seeds if kept[m].vector is not None]
+    seed_vectors = [kept[m].vector for m in seeds if kept[m].vector is not None]
     if not seeds or not seed_vectors:
         return ranked
     centroid = np.mean(np.vstack(seed_vectors), axis=0)
     centroid = (centroid / max(float(np.linalg.norm(centroid)), 1e-9)).astype(np.float32)
-    seed_text = " ".join(kept[m].content for m in seeds)
-    keyword2 = keyword_scores(org_id=q.org.id, user_id=q.user_id, query=seed_text)
+    # The seeds' own terms, as the projection stored them (no text is read or segmented again).
+    keyword2 = corpus.keyword_scores_of(np.concatenate([corpus.hashes[m] for m in seeds if m in corpus.hashes]
+                                                       or [np.zeros(0, dtype=np.int64)]))
     keyword2_top = dict(sorted(keyword2.items(), key=lambda pair: -pair[1])[:limit])
     if config.get("expand"):  # new candidates too: one more search and back-check (~2x the rank cost)
         probe = type(vectors)(vectors.embedder, centroid, [centroid])
@@ -143,20 +145,20 @@ def second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword
     ids = [memory_id for memory_id, _, _ in ranked if kept[memory_id].vector is not None]
     if not ids:
         return ranked
-    stored = np.vstack([from_bytes(kept[m].vector) for m in ids])
+    stored = np.vstack([kept[m].vector for m in ids])
     # The read path's rule: the multilingual half alone whenever Chinese is on either side.
     share = settings.RECALL_WEIGHTS["multilingual_share_en"]
     mixed = similarity(vectors.embedder, centroid, stored, cjk=False, first_weight=share)
     multilingual = similarity(vectors.embedder, centroid, stored, cjk=True)
     query_cjk = is_cjk(q.query)
-    semantic2 = minmax({m: float(multilingual[i] if query_cjk or is_cjk(kept[m].content) else mixed[i])
+    semantic2 = minmax({m: float(multilingual[i] if query_cjk or kept[m].cjk else mixed[i])
                          for i, m in enumerate(ids)})
     top2 = max((keyword2.get(m, 0.0) for m in kept), default=0.0)
     w_sem, w_kw = fusion_weights(q.query)
     weight = config["weight"]
     speakers, asked = {}, set()
     if config.get("speaker_weight"):  # a question about someone: what they said themselves comes first
-        speakers = {m: split_speaker(kept[m].content)[0] for m, _, _ in ranked}
+        speakers = {m: kept[m].speaker for m, _, _ in ranked}
         asked = asked_speakers(q.query, speakers)
     bonus = {}
     for memory_id, _, _ in ranked:

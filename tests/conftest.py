@@ -55,11 +55,11 @@ def _clear_cache():
     from django.core.cache import cache
 
     from conversations import window_cache
-    from memory import keyword
     from memory.models import VectorCollection
+    from memory.selectors import corpus
 
     cache.clear()
-    keyword.clear()
+    corpus.clear()
     window_cache.clear_local()
     VectorCollection.forget_cached_live()
     yield

@@ -18,10 +18,11 @@ acknowledgement "好的，记下了：…") inherits the state of the user turn 
 
 Small talk ("谢谢，最近老忘", "好的", "不错，坚持下去") is not history worth recalling: a Chinese turn
 from which nothing was extracted, that names no entity and has no content word by part of speech
-(no noun, name, verbal noun, numeral or Latin/digit token) is dropped from recall. English turns are
-not judged (jieba tags every Latin word alike); they stay plain history.
+(no noun, name, verbal noun, numeral or Latin/digit token; `conversations.textutil.is_small_talk`,
+judged once by the projection and stored with the terms) is dropped from recall
+(memory/selectors/recall_pipeline.py). English turns are not judged (jieba tags every Latin word
+alike); they stay plain history.
 """
-import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -29,7 +30,6 @@ from django.db import connection
 
 from config.plain_reads import plain_rows
 from conversations.models import Message
-from conversations.textutil import cjk_ratio, pos_tag
 from memory.choices import MemoryKind, MemoryScope, MemoryStatus
 from memory.models import Memory, MemorySource
 
@@ -44,31 +44,6 @@ class Lineage:
 
 
 NONE = Lineage("none")
-
-
-# Part-of-speech flags (jieba) of words that carry content: nouns and names of every kind, verbal
-# nouns, numerals and Latin/digit tokens (codes, products, quantities).
-_CONTENT_FLAGS = ("n", "vn", "m", "eng")
-
-
-# Judged once per text: posseg costs ~0.3 ms a turn and recall sees the same episodes again and again.
-# Keyed by digest, not text, so no process keeps the wording of a turn that is later forgotten.
-_SMALL_TALK: dict[bytes, bool] = {}
-_SMALL_TALK_MAX = 20_000  # cleared when full: a bound, not an LRU
-
-
-def is_small_talk(text: str) -> bool:
-    """No content word (see the module doc). Callers check that nothing was extracted from it."""
-    if not text or cjk_ratio(text) < 0.5:
-        return False
-    digest = hashlib.blake2b(text.encode(), digest_size=16).digest()
-    verdict = _SMALL_TALK.get(digest)
-    if verdict is None:
-        verdict = not any(flag.startswith(_CONTENT_FLAGS) for word, flag in pos_tag(text) if word.strip())
-        if len(_SMALL_TALK) >= _SMALL_TALK_MAX:
-            _SMALL_TALK.clear()
-        _SMALL_TALK[digest] = verdict
-    return verdict
 
 
 def _state(derived: list[tuple]) -> Lineage:

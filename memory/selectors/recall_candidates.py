@@ -3,25 +3,23 @@ MySQL back-check of every hit (scope, status, time, access policy). memory/selec
 ranks what comes out of here; memory/second_look.py reuses it for its second search."""
 import logging
 import time
-from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import lru_cache
 
 import numpy as np
 from django.conf import settings
-from django.db import connection
 from django.utils import timezone
 
 from config.plain_reads import plain_rows
-from conversations.selectors import readable_conversation_ids
-from conversations.textutil import cjk_ratio
+from conversations.selectors import readable_among
 from entities.policy import allowed_entity_ids
-from memory.embeddings import CompositeEmbedder
-from memory.models import EntityLink, Memory, MemoryEmbedding, MemorySource
+from memory.choices import MemoryStatus
+from memory.models import Memory, MemoryEmbedding
 from memory.query_shape import shape
+from memory.selectors.corpus import Candidate, UserCorpus, user_corpus
+from memory.selectors.query_vectors import QueryVectors, is_cjk
 from memory.vector_index import VectorIndexUnavailable, get_vector_index
-from memory.vectors import active_collection, active_embedder, from_bytes, similarity
+from memory.vectors import active_collection, from_bytes, similarity
 from tenancy.models import Org
 
 logger = logging.getLogger(__name__)
@@ -46,53 +44,11 @@ class RecallQuery:
     explain: bool = False
 
 
-# What the back-check, the ranking and the second look read of a candidate. Model instances (every
-# column, converted) are built for the top k only, by one more read: converting all 27 columns of
-# ~80 candidates cost more than the queries (SQLite parses each datetime in Python).
-_CANDIDATE_COLUMNS = ("id", "kind", "scope", "conversation_id", "created_at", "valid_from", "valid_to", "occurred_at",
-                      "importance", "access_count", "content", "content_hash")
-
-
-@dataclass(slots=True)
-class _Candidate:
-    """One candidate's row as plain values (`_CANDIDATE_COLUMNS`), plus its stored vector."""
-    row: tuple
-    vector: bytes | None
-
-    def __getattr__(self, name):  # only reached for column names (slots hold row and vector)
-        try:
-            return self.row[_COLUMN_INDEX[name]]
-        except KeyError:
-            raise AttributeError(name) from None
-
-
-_COLUMN_INDEX = {name: i for i, name in enumerate(_CANDIDATE_COLUMNS)}
-_DATETIME_AT = tuple(_COLUMN_INDEX[name] for name in ("created_at", "valid_from", "valid_to", "occurred_at"))
-
-
-def _aware(value, tz):
-    """A datetime column as the ORM would give it: SQLite hands back ISO text, MySQL a naive
-    datetime; both are in the connection's time zone (UTC), made aware when USE_TZ (`tz`)."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    if tz is not None and value.tzinfo is None:
-        value = value.replace(tzinfo=tz)
-    return value
-
-
-def _candidate_row(row: tuple, tz) -> tuple:
-    row = list(row)
-    for i in _DATETIME_AT:
-        row[i] = _aware(row[i], tz)
-    return tuple(row)
-
-
 def memories_of(ids: list[int]) -> dict[int, Memory]:
-    """The full rows of the chosen candidates (one read)."""
+    """The full rows of the chosen candidates, still active (one read): the snapshot the ranking used is
+    as of the user's generation, and what is served is checked against MySQL once more."""
     # No ordering (the model's default would sort the rows for nothing).
-    return {m.id: m for m in Memory.objects.filter(id__in=ids).order_by()} if ids else {}
+    return {m.id: m for m in Memory.objects.filter(id__in=ids, status=MemoryStatus.ACTIVE).order_by()} if ids else {}
 
 
 @dataclass
@@ -111,12 +67,6 @@ class RecallResult:
     degraded_reason: str | None = None
     stages: list[dict] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
-
-
-@lru_cache(maxsize=65536)
-def is_cjk(text: str) -> bool:
-    # Cached: the ranking asks it of every candidate's text in each round (22k calls per 170 recalls).
-    return cjk_ratio(text) >= 0.3
 
 
 def fusion_weights(query: str) -> tuple[float, float]:
@@ -138,50 +88,7 @@ def _vector_filters(q: RecallQuery) -> dict:
     return filters
 
 
-@dataclass
-class _QueryVectors:
-    embedder: object
-    unit: np.ndarray  # the query as a document would be embedded: scores stored vectors exactly
-    search: list[np.ndarray]  # vectors sent to the index for candidates
-
-
-def blend(whole: _QueryVectors, focus: _QueryVectors, focus_weight: float) -> _QueryVectors:
-    mix = lambda a, b: ((1.0 - focus_weight) * a + focus_weight * b).astype(np.float32)  # noqa: E731
-    return _QueryVectors(whole.embedder, mix(whole.unit, focus.unit),
-                         [mix(a, b) for a, b in zip(whole.search, focus.search)])
-
-
-def _query_vectors(q: RecallQuery) -> _QueryVectors:
-    embedder = active_embedder()
-    cjk = is_cjk(q.query)
-    whole = _text_vectors(embedder, q.query, cjk)
-    query_shape = shape(q.query)
-    if not query_shape.long:
-        return whole
-    # A dialogue: the whole and its last turn(s), mixed (cosine is linear in the query vector).
-    return blend(whole, _text_vectors(embedder, query_shape.focus, cjk), settings.RECALL_LONG_QUERY["focus_weight"])
-
-
-def _text_vectors(embedder, text: str, cjk: bool) -> _QueryVectors:
-    if not isinstance(embedder, CompositeEmbedder):
-        unit = embedder.encode_one(text)
-        return _QueryVectors(embedder, unit, [unit])
-    # One encode per model; a Chinese query searches with the multilingual half only, an English one
-    # with the English mix and, for cross-lingual hits (English question, Chinese memory), the
-    # multilingual half too.
-    if cjk:
-        # Chinese is scored by the multilingual half alone: the English model need not run at all.
-        first = embedder.parts[0].encode_one(text)
-        second = np.zeros(embedder.parts[1].dim, dtype=np.float32)
-        return _QueryVectors(embedder, embedder.compose(first, second), [embedder.compose(first, second, 1.0)])
-    first, second = embedder.encode_parts(text)
-    unit = embedder.compose(first, second)
-    multilingual = embedder.compose(first, second, 1.0)
-    mix = embedder.compose(first, second, settings.RECALL_WEIGHTS["multilingual_share_en"])
-    return _QueryVectors(embedder, unit, [mix, multilingual])
-
-
-def semantic_candidates(q: RecallQuery, vectors: _QueryVectors, limit: int, result: RecallResult) -> dict[int, float]:
+def semantic_candidates(q: RecallQuery, vectors: QueryVectors, limit: int, result: RecallResult) -> dict[int, float]:
     started = time.perf_counter()
     try:
         name = active_collection()
@@ -200,18 +107,18 @@ def semantic_candidates(q: RecallQuery, vectors: _QueryVectors, limit: int, resu
     return hits
 
 
-def _semantic_scores(q: RecallQuery, vectors: _QueryVectors, kept: dict[int, _Candidate]) -> dict[int, float]:
-    """Cosine of the query against each kept memory's stored vector (MySQL), so keyword-only
-    candidates get a semantic score too and every score comes from the same formula."""
+def _semantic_scores(q: RecallQuery, vectors: QueryVectors, kept: dict[int, Candidate]) -> dict[int, float]:
+    """Cosine of the query against each kept memory's stored vector, so keyword-only candidates get a
+    semantic score too and every score comes from the same formula."""
     pairs = [(memory_id, candidate.vector) for memory_id, candidate in kept.items() if candidate.vector is not None]
     if not pairs:
         return {}
-    stored = np.vstack([from_bytes(blob) for _, blob in pairs])
+    stored = np.vstack([vector for _, vector in pairs])
     share = settings.RECALL_WEIGHTS["multilingual_share_en"]
     mixed = similarity(vectors.embedder, vectors.unit, stored, cjk=False, first_weight=share)
     multilingual = similarity(vectors.embedder, vectors.unit, stored, cjk=True)
     query_cjk = is_cjk(q.query)
-    return {memory_id: float(multilingual[i] if query_cjk or is_cjk(kept[memory_id].content) else mixed[i])
+    return {memory_id: float(multilingual[i] if query_cjk or kept[memory_id].cjk else mixed[i])
             for i, (memory_id, _) in enumerate(pairs)}
 
 
@@ -225,29 +132,22 @@ def minmax(scores: dict[int, float]) -> dict[int, float]:
 
 
 def back_check(q: RecallQuery, ids: set[int], result: RecallResult,
-                model_id: str) -> tuple[dict[int, _Candidate], dict, dict]:
-    """Reload the candidates from MySQL and drop what this user may not see now. Each row comes
-    with its stored vector under `model_id` (a second plain read: on SQLite a correlated subquery per
-    row cost several times the two reads)."""
-    tz = connection.timezone if settings.USE_TZ else None
-    found = [_candidate_row(row, tz) for row in plain_rows(Memory, _CANDIDATE_COLUMNS, list(ids), key="id", org=q.org.id,
-                                                         user_id=q.user_id, status="active")]
-    stored = dict(plain_rows(MemoryEmbedding, ("memory", "vector"), [row[0] for row in found], model_id=model_id))
-    rows = {row[0]: _Candidate(row, stored.get(row[0])) for row in found}
+               corpus: UserCorpus | None = None) -> tuple[dict[int, Candidate], dict, dict]:
+    """Drop what this user may not see now. Rows, sources and links come from the user's snapshot
+    (memory/selectors/corpus.py: MySQL as of the user's memory generation, so an id it does not hold
+    is not active); whether each source conversation is readable and each linked entity allowed is
+    read now, on every call, so a revocation applies at once."""
+    corpus = corpus if corpus is not None else user_corpus(q.org.id, q.user_id)
+    rows = {i: corpus.candidate(i) for i in ids if i in corpus}
     dropped: dict[int, str] = {i: "not active in the database (stale projection)" for i in ids - set(rows)}
     kinds = set(q.kinds or STANDING_KINDS + (["episode"] if q.include_episodes else []))
-    sources: dict[int, list[dict]] = defaultdict(list)
-    for memory_id, message_id, conversation_id, ref in plain_rows(
-            MemorySource, ("memory", "message", "conversation", "external_ref"), list(rows)):
-        sources[memory_id].append({"message_id": message_id, "conversation_id": conversation_id, "ref": ref})
-    links: dict[int, list[int]] = defaultdict(list)
-    for memory_id, entity_id in plain_rows(EntityLink, ("memory", "entity"), list(rows)):
-        links[memory_id].append(entity_id)
+    sources, links = corpus.sources_links(list(rows))
     conversation_ids = {s["conversation_id"] for srcs in sources.values() for s in srcs if s["conversation_id"]}
-    readable = readable_conversation_ids(org=q.org, user_id=q.user_id, among=conversation_ids)
+    readable = readable_among(corpus.owners(q.org.id, conversation_ids), user_id=q.user_id)
     entity_ids = {e for ents in links.values() for e in ents}
-    allowed = allowed_entity_ids(org_id=q.org.id, user_id=q.user_id, entity_ids=entity_ids)
+    allowed = allowed_entity_ids(org_id=q.org.id, user_id=q.user_id, entity_ids=entity_ids) if entity_ids else set()
     at = q.at
+    now = at or timezone.now()
     kept = {}
     for memory_id, memory in rows.items():
         src_conversations = {s["conversation_id"] for s in sources[memory_id] if s["conversation_id"]}
@@ -260,7 +160,7 @@ def back_check(q: RecallQuery, ids: set[int], result: RecallResult,
             reason = "not yet known at the reference time"
         elif at is not None and memory.valid_from and memory.valid_from > at:
             reason = "not yet valid at the reference time"
-        elif memory.valid_to and memory.valid_to <= (at or timezone.now()):
+        elif memory.valid_to and memory.valid_to <= now:
             reason = "expired at the reference time"
         elif src_conversations - readable:
             # Every source, not any (D5): a merged memory carries the text of each conversation it
@@ -279,3 +179,20 @@ def back_check(q: RecallQuery, ids: set[int], result: RecallResult,
     if q.explain:
         result.stages.append({"stage": "back_check", "kept": sorted(kept), "dropped": dropped})
     return kept, sources, links
+
+
+def read_vectors(kept: dict[int, Candidate], model_id: str) -> None:
+    """Each candidate's stored vector, from the vector index (the projection of MemoryEmbedding: ~0.2 ms
+    for 80 points against ~1 ms for the same rows from SQLite), or from MySQL when the index is down.
+    A candidate without one (mid re-embed) keeps None and is scored by its search hit, if any."""
+    wanted = [memory_id for memory_id, candidate in kept.items() if candidate.vector is None]
+    if not wanted:
+        return
+    try:
+        found = get_vector_index().vectors(wanted, collection=active_collection())
+    except VectorIndexUnavailable:
+        found = {memory_id: from_bytes(blob) for memory_id, blob in
+                 plain_rows(MemoryEmbedding, ("memory", "vector"), wanted, model_id=model_id)}
+    for memory_id, vector in found.items():
+        if memory_id in kept:
+            kept[memory_id].vector = vector

@@ -7,31 +7,32 @@ import time
 from django.conf import settings
 from django.utils import timezone
 
-from memory.keyword import keyword_scores
 from memory.query_shape import keyword_text
 from memory.second_look import enabled as second_look_enabled
 from memory.second_look import neighbour_candidates, second_look
 from memory.selectors.conflict_marks import conflicts_apply
-from memory.selectors.episode_lineage import Lineage, episode_lineage, is_small_talk
+from memory.selectors.corpus import Candidate, UserCorpus, user_corpus
+from memory.selectors.episode_lineage import Lineage, episode_lineage
+from memory.selectors.query_vectors import start_query_vectors
 from memory.selectors.recall_candidates import (  # noqa: F401  (the types are part of this module's interface)
     STANDING_KINDS,
     RecallItem,
     RecallQuery,
     RecallResult,
-    _Candidate,
-    _query_vectors,
     _semantic_scores,
     back_check,
     fusion_weights,
     memories_of,
     minmax,
+    read_vectors,
     semantic_candidates,
 )
+from memory.vectors import active_embedder
 
 logger = logging.getLogger(__name__)
 
 
-def _rank(q: RecallQuery, kept: dict[int, _Candidate], semantic: dict[int, float], keyword: dict[int, float],
+def _rank(q: RecallQuery, kept: dict[int, Candidate], semantic: dict[int, float], keyword: dict[int, float],
           links: dict[int, list[int]], raw_semantic: dict[int, float],
           lineage: dict[int, Lineage] | None = None,
           bonus: dict[int, float] | None = None) -> list[tuple[int, float, dict]]:
@@ -90,8 +91,8 @@ def _rank(q: RecallQuery, kept: dict[int, _Candidate], semantic: dict[int, float
     return ranked
 
 
-def _episode_lineage(q: RecallQuery, kept: dict[int, _Candidate], sources: dict, links: dict, result: RecallResult,
-                     model_id: str) -> dict[int, Lineage]:
+def _episode_lineage(q: RecallQuery, kept: dict[int, Candidate], sources: dict, links: dict, result: RecallResult,
+                     corpus: UserCorpus) -> dict[int, Lineage]:
     """Episodes follow what their message became (memory/selectors/episode_lineage.py): drop those
     restating forgotten content or another conversation's task instruction, and bring in the
     current memories they point at, back-checked like any candidate."""
@@ -103,14 +104,14 @@ def _episode_lineage(q: RecallQuery, kept: dict[int, _Candidate], sources: dict,
             dropped[episode_id] = "restates a forgotten memory"
         elif line.state == "task" and line.conversation_id != q.conversation_id:
             dropped[episode_id] = "task-scoped instruction of another conversation"
-        elif line.state == "none" and not links.get(episode_id) and is_small_talk(kept[episode_id].content):
+        elif line.state == "none" and not links.get(episode_id) and kept[episode_id].small_talk:
             dropped[episode_id] = "small talk"
     for episode_id in dropped:
         kept.pop(episode_id)
         lineage.pop(episode_id)
     wanted = {ref for line in lineage.values() for ref in line.refs} - set(kept)
     if wanted:
-        more, more_sources, more_links = back_check(q, wanted, result, model_id)
+        more, more_sources, more_links = back_check(q, wanted, result, corpus)
         kept.update(more)
         sources.update(more_sources)
         links.update(more_links)
@@ -133,25 +134,30 @@ def recall(q: RecallQuery) -> RecallResult:
     limit = max(settings.RECALL_CANDIDATES, k * 3)
     if not q.query.strip():
         return result
+    embedder = active_embedder()
+    # The query is embedded on the encoder threads while this thread reads the user's snapshot and
+    # scores keywords: on two cores the embedding and the reads overlap (memory/selectors/query_vectors.py).
+    pending = start_query_vectors(q.query, embedder)
     t0 = time.perf_counter()
-    vectors = _query_vectors(q)
-    result.timings_ms["embed"] = (time.perf_counter() - t0) * 1000
-    vector_hits = semantic_candidates(q, vectors, limit, result)
-    t0 = time.perf_counter()
-    keyword_raw = keyword_scores(org_id=q.org.id, user_id=q.user_id, query=keyword_text(q.query))
+    corpus = user_corpus(q.org.id, q.user_id)
+    keyword_raw = corpus.keyword_scores(keyword_text(q.query))
     keyword_top = dict(sorted(keyword_raw.items(), key=lambda pair: -pair[1])[:limit])
     result.timings_ms["keyword"] = (time.perf_counter() - t0) * 1000
+    vectors = pending()
+    result.timings_ms["embed"] = (time.perf_counter() - started) * 1000
+    vector_hits = semantic_candidates(q, vectors, limit, result)
     if q.explain:
         result.stages.append({"stage": "candidates", "semantic": vector_hits, "keyword": keyword_top})
     t0 = time.perf_counter()
-    neighbours = neighbour_candidates(q, vector_hits, keyword_top)  # memory/second_look.py: one statement
+    neighbours = neighbour_candidates(q, vector_hits, keyword_top, corpus)  # memory/second_look.py: one statement
     kept, sources, links = back_check(q, set(vector_hits) | set(keyword_top) | set(q.include_ids) | set(neighbours),
-                                      result, vectors.embedder.model_id)
-    lineage = _episode_lineage(q, kept, sources, links, result, vectors.embedder.model_id)
+                                      result, corpus)
+    lineage = _episode_lineage(q, kept, sources, links, result, corpus)
+    read_vectors(kept, embedder.model_id)
 
     semantic_of: dict[frozenset, dict[int, float]] = {}  # the second look scores the same candidates again
 
-    def score_round(kept: dict[int, _Candidate], bonus: dict[int, float] | None = None) -> list[tuple[int, float, dict]]:
+    def score_round(kept: dict[int, Candidate], bonus: dict[int, float] | None = None) -> list[tuple[int, float, dict]]:
         key = frozenset(kept)
         raw_semantic = semantic_of.get(key)
         if raw_semantic is None:
@@ -167,16 +173,17 @@ def recall(q: RecallQuery) -> RecallResult:
         return _rank(q, kept, semantic, keyword, links, raw_semantic, lineage, bonus)
 
     def admit(ids: set[int]) -> None:  # later candidates (second look): back-checked and lineage-checked like the first
-        more, more_sources, more_links = back_check(q, ids - set(kept), result, vectors.embedder.model_id)
+        more, more_sources, more_links = back_check(q, ids - set(kept), result, corpus)
         sources.update(more_sources)
         links.update(more_links)
-        lineage.update(_episode_lineage(q, more, sources, links, result, vectors.embedder.model_id))
+        lineage.update(_episode_lineage(q, more, sources, links, result, corpus))
+        read_vectors(more, embedder.model_id)
         kept.update(more)
 
     ranked = score_round(kept)
     if second_look_enabled(q.query):
         ranked = second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword_raw, score_round, admit,
-                             neighbours)
+                             neighbours, corpus)
     chosen, chosen_ids, seen_hashes, seen_sources = [], set(), set(), set()
     dedup_dropped = {}
     for memory_id, score, parts in ranked:

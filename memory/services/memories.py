@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from conversations.textutil import content_hash
 from memory.choices import MemoryAssertion, MemoryKind, MemoryStatus
-from memory.enqueue import sync_after_commit
+from memory.enqueue import generation_bump_after_commit, sync_after_commit
 from memory.models import EntityLink, Memory, MemoryEmbedding, MemorySource, MemoryVersion, MemoryWriteLock
 from memory.services.dedup_window import NearMemory, similar_active, whole
 from memory.services.forget_rules import forget_rule_matches, forget_rule_verdict
@@ -115,6 +115,9 @@ def _touch_duplicate(existing: Memory | NearMemory, inp: MemoryInput) -> None:
         version = MemoryVersion.objects.filter(memory_id=existing.id).order_by("-n").first()
         _add_sources(existing, version, new_sources)
     _link_entities(existing, inp.entity_ids)
+    if new_sources or inp.entity_ids:
+        # Recall's snapshot of the user holds each memory's sources and links (they decide who may see it).
+        generation_bump_after_commit(inp.org.id, inp.user_id)
 
 
 def _semantic_duplicate(inp: MemoryInput, similar: list[tuple[NearMemory, float]], threshold: float):

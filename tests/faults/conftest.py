@@ -350,13 +350,13 @@ def cache_on(settings):
     """Point the Django cache at a Redis URL (settings change resets the cache handlers)."""
     from django.core.cache import cache
 
-    from memory import keyword
+    from memory.selectors import corpus
 
     def use(location: str) -> None:
         cache.close()
         settings.CACHES = redis_cache_settings(location)
         settings.DJANGO_REDIS_IGNORE_EXCEPTIONS = True
-        keyword.clear()
+        corpus.clear()
 
     yield use
     cache.close()

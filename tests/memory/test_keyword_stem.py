@@ -1,7 +1,8 @@
 """English keyword terms are Snowball stems (issue 14): inflections meet, unrelated words stay apart."""
 import pytest
 
-from memory.keyword import keyword_scores, terms
+from memory.keyword import terms
+from memory.selectors.corpus import keyword_scores
 from memory.services.memories import MemoryInput, memory_write
 
 

@@ -1,29 +1,39 @@
-"""Keyword terms are a projection: stored beside the vectors, read by the index build when they match
-the memory's version and the analyser, ignored otherwise, and erased with the content on forget."""
+"""Keyword terms are a projection: stored (as hashes, with the text verdicts) beside the vectors, read
+by the snapshot build when they match the memory's version and the analyser, ignored otherwise, and
+erased with the content on forget."""
+import math
 import random
 
 import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from memory import keyword
-from memory.keyword import _LuceneBM25, analyser, keyword_scores, memory_terms
+from memory.keyword import TermIndex, analyser, memory_terms, stored_hashes, term_hashes
 from memory.models import MemoryTerms
 from memory.projections.terms import terms_sync
+from memory.selectors import corpus
+from memory.selectors.corpus import keyword_scores
 from memory.services.forget import forget_request_create
 from memory.services.memories import MemoryInput, memory_write
+
+
+class _LuceneBM25(BM25Okapi):
+    """The library with Lucene's idf, which TermIndex uses."""
+
+    def _calc_idf(self, nd):
+        for word, freq in nd.items():
+            self.idf[word] = math.log(1 + (self.corpus_size - freq + 0.5) / (freq + 0.5))
 
 
 def test_postings_scores_equal_the_librarys_own():
     rng = random.Random(5)
     vocabulary = [f"w{i}" for i in range(40)]
-    corpus = [[rng.choice(vocabulary) for _ in range(rng.randint(1, 12))] for _ in range(300)]
-    ours = _LuceneBM25(corpus, k1=0.9, b=0.3)
-    library = BM25Okapi(corpus, k1=0.9, b=0.3)
-    library.idf = ours.idf  # same (Lucene) idf: the scoring loop is what is compared
+    corpus_words = [[rng.choice(vocabulary) for _ in range(rng.randint(1, 12))] for _ in range(300)]
+    ours = TermIndex([term_hashes(doc) for doc in corpus_words], k1=0.9, b=0.3)
+    library = _LuceneBM25(corpus_words, k1=0.9, b=0.3)
     for _ in range(20):
         query = [rng.choice(vocabulary + ["unseen"]) for _ in range(rng.randint(1, 25))]
-        assert np.array_equal(ours.get_scores(query), library.get_scores(query))
+        assert np.array_equal(ours.scores(term_hashes(query)), library.get_scores(query))
 
 
 @pytest.mark.django_db(transaction=True)
@@ -34,7 +44,8 @@ def test_projection_stores_the_terms_of_the_current_version(org):
     terms_sync([memory])
     row = MemoryTerms.objects.get(memory=memory)
     assert row.version == memory.version and row.tokenizer == analyser()
-    assert row.terms.split("\x1f") == memory_terms(memory.content, memory.slot_key)
+    assert np.array_equal(stored_hashes(row.hashes), term_hashes(memory_terms(memory.content, memory.slot_key)))
+    assert row.cjk and not row.small_talk and row.speaker == ""
 
 
 @pytest.mark.django_db(transaction=True)
@@ -43,15 +54,15 @@ def test_index_build_reads_stored_terms_only_when_they_match(org):
     memory.refresh_from_db()
     # Stored terms that differ from the text show which source the build used.
     MemoryTerms.objects.update_or_create(memory=memory, defaults={
-        "version": memory.version, "tokenizer": analyser(), "terms": "zqmarker\x1fbarn"})
-    keyword.clear()
+        "version": memory.version, "tokenizer": analyser(), "hashes": term_hashes(["zqmarker", "barn"]).tobytes()})
+    corpus.clear()
     assert set(keyword_scores(org_id=org.id, user_id="u1", query="zqmarker")) == {memory.id}
     MemoryTerms.objects.filter(memory=memory).update(tokenizer="v0:other")
-    keyword.clear()
+    corpus.clear()
     assert keyword_scores(org_id=org.id, user_id="u1", query="zqmarker") == {}
     assert set(keyword_scores(org_id=org.id, user_id="u1", query="pump")) == {memory.id}
     MemoryTerms.objects.filter(memory=memory).update(tokenizer=analyser(), version=memory.version + 7)
-    keyword.clear()
+    corpus.clear()
     assert keyword_scores(org_id=org.id, user_id="u1", query="zqmarker") == {}
 
 

@@ -559,8 +559,8 @@ def check_vector_payloads() -> None:
 
 
 def check_caches() -> None:
-    from memory import keyword
     from memory.cache import memory_cache
+    from memory.selectors import corpus
 
     owners = {}
     # The per-user active-memory hashes (Redis hash, or the same shape in the local-memory cache), of
@@ -577,10 +577,11 @@ def check_caches() -> None:
             row = owners[memory_id]
             assert row is not None and row[:2] == (org_id, user_id), (org_id, user_id, memory_id, row)
             assert row[2] == "active", f"cache hash of ({org_id}, {user_id}) still holds {row[2]} memory {memory_id}"
-    # The in-process keyword (BM25) indexes, one per (org, user); only those current enough to be served.
+    # The in-process recall snapshots with their keyword (BM25) indexes, one per (org, user); only those
+    # current enough to be served.
     from memory.cache import user_generation
 
-    for (org_id, user_id), index in list(getattr(keyword, "_indexes", {}).items()):
+    for (org_id, user_id), index in list(corpus._corpora.items()):
         if index.generation != user_generation(org_id, user_id):
             continue
         ids = [int(i) for i in index.ids]

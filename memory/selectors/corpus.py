@@ -1,0 +1,196 @@
+"""A user's active memories as recall ranks them: one snapshot per (org, user), read from MySQL once
+per memory generation and kept in process (LRU), like the keyword index it holds.
+
+Every write that changes what recall may return for a user (a new memory or version, a status
+change, a source or entity link added to a duplicate) bumps that user's generation after it commits
+(memory/enqueue.py), so a snapshot is used only while nothing it holds has changed. It holds the
+ranking columns of every active memory, the text verdicts the projection stored (memory/keyword.py)
+and the keyword index; sources, entity links and conversation owners are read for the candidates
+that need them and kept (they change only with a write, which makes a new snapshot). What can
+change without a write to the user's memories is read on every call by the back-check: whether a
+source conversation is readable now, whether a linked entity is allowed now
+(memory/selectors/recall_candidates.py); the rows of the items served are read once more at the end.
+
+A snapshot holds no memory text: term hashes, flags and the speaker label only. The access count
+(the frequency prior) is as of the snapshot's build."""
+import threading
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+from cachetools import LRUCache
+from django.conf import settings
+from django.db import connection
+
+from config.plain_reads import plain_rows
+from conversations.models import Conversation
+from memory.cache import user_generation
+from memory.choices import MemoryStatus
+from memory.keyword import TermIndex, analyser, stored_hashes, term_hashes, terms, text_features
+from memory.models import EntityLink, Memory, MemorySource, MemoryTerms
+
+# What the back-check, the ranking and the second look read of a candidate.
+CANDIDATE_COLUMNS = ("id", "kind", "scope", "conversation_id", "created_at", "valid_from", "valid_to", "occurred_at",
+                     "importance", "access_count", "content_hash")
+_COLUMN_INDEX = {name: i for i, name in enumerate(CANDIDATE_COLUMNS)}
+_DATETIME_AT = tuple(_COLUMN_INDEX[name] for name in ("created_at", "valid_from", "valid_to", "occurred_at"))
+
+
+@dataclass(slots=True)
+class Candidate:
+    """One candidate: its row as plain values (`CANDIDATE_COLUMNS`, datetimes aware), the stored text
+    verdicts, and its stored vector once the pipeline has read it."""
+    row: tuple
+    cjk: bool
+    small_talk: bool
+    speaker: str | None
+    vector: np.ndarray | None = None
+
+    def __getattr__(self, name):  # only reached for column names (slots hold the rest)
+        try:
+            return self.row[_COLUMN_INDEX[name]]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _aware(value, tz):
+    """A datetime column as the ORM would give it: SQLite hands back ISO text, MySQL a naive
+    datetime; both are in the connection's time zone (UTC), made aware when USE_TZ (`tz`)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if tz is not None and value.tzinfo is None:
+        value = value.replace(tzinfo=tz)
+    return value
+
+
+@dataclass
+class UserCorpus:
+    generation: object
+    ids: np.ndarray
+    raw: dict[int, tuple]  # memory id -> CANDIDATE_COLUMNS as the driver gave them
+    features: dict[int, tuple[bool, bool, str | None]]  # cjk, small talk, speaker
+    hashes: dict[int, np.ndarray]
+    index: TermIndex | None
+    _rows: dict[int, tuple] = field(default_factory=dict)  # converted rows, made on first use
+    _sources: dict[int, list[dict]] = field(default_factory=dict)
+    _links: dict[int, list[int]] = field(default_factory=dict)
+    _owners: dict[int, str] = field(default_factory=dict)
+
+    def __contains__(self, memory_id: int) -> bool:
+        return memory_id in self.raw
+
+    def candidate(self, memory_id: int) -> Candidate:
+        """A fresh Candidate (the pipeline sets its vector; the snapshot is shared between threads)."""
+        row = self._rows.get(memory_id)
+        if row is None:
+            tz = connection.timezone if settings.USE_TZ else None
+            values = list(self.raw[memory_id])
+            for i in _DATETIME_AT:
+                values[i] = _aware(values[i], tz)
+            row = self._rows[memory_id] = tuple(values)
+        return Candidate(row, *self.features[memory_id])
+
+    def keyword_scores(self, query: str) -> dict[int, float]:
+        """Raw BM25 score of every active memory of the user that shares a term with the query."""
+        return self.keyword_scores_of(term_hashes(terms(query)))
+
+    def keyword_scores_of(self, query: np.ndarray) -> dict[int, float]:
+        if self.index is None or not len(query):
+            return {}
+        scores = self.index.scores(query)
+        positive = np.flatnonzero(scores > 0)
+        return dict(zip(self.ids[positive].tolist(), scores[positive].tolist()))
+
+    def sources_links(self, ids) -> tuple[dict[int, list[dict]], dict[int, list[int]]]:
+        """Sources and entity links of these memories (read once per snapshot, two plain reads)."""
+        wanted = [i for i in ids if i not in self._sources]
+        if wanted:
+            sources: dict[int, list[dict]] = defaultdict(list)
+            for memory_id, message_id, conversation_id, ref in plain_rows(
+                    MemorySource, ("memory", "message", "conversation", "external_ref"), wanted):
+                sources[memory_id].append({"message_id": message_id, "conversation_id": conversation_id, "ref": ref})
+            links: dict[int, list[int]] = defaultdict(list)
+            for memory_id, entity_id in plain_rows(EntityLink, ("memory", "entity"), wanted):
+                links[memory_id].append(entity_id)
+            for memory_id in wanted:
+                self._sources[memory_id] = sources.get(memory_id, [])
+                self._links[memory_id] = links.get(memory_id, [])
+        return {i: self._sources[i] for i in ids}, {i: self._links[i] for i in ids}
+
+    def owners(self, org_id: int, conversation_ids: set[int]) -> dict[int, str]:
+        """The owner of each conversation of the org (owners never change)."""
+        wanted = [c for c in conversation_ids if c not in self._owners]
+        if wanted:
+            found = dict(plain_rows(Conversation, ("id", "owner_user"), wanted, key="id", org=org_id))
+            for conversation_id in wanted:
+                self._owners[conversation_id] = found.get(conversation_id)
+        return {c: self._owners[c] for c in conversation_ids if self._owners.get(c) is not None}
+
+
+def _rows_statement() -> str:
+    qn, m, t = connection.ops.quote_name, Memory._meta, MemoryTerms._meta
+    col = lambda opts, name: f"{qn(opts.db_table)}.{qn(opts.get_field(name).column)}"  # noqa: E731
+    columns = [col(m, c) for c in CANDIDATE_COLUMNS] + [col(m, "version")] + [
+        col(t, c) for c in ("version", "tokenizer", "hashes", "cjk", "small_talk", "speaker")]
+    # Newest first, as the ORM's default order: BM25 ties keep the order they always had.
+    return (f"SELECT {', '.join(columns)} FROM {qn(m.db_table)} LEFT OUTER JOIN {qn(t.db_table)} "
+            f"ON {col(t, 'memory')} = {col(m, 'id')} WHERE {col(m, 'org')} = %s AND {col(m, 'user_id')} = %s "
+            f"AND {col(m, 'status')} = %s ORDER BY {col(m, 'created_at')} DESC, {col(m, 'id')} DESC")
+
+
+def build(org_id: int, user_id: str, generation) -> UserCorpus:
+    with connection.cursor() as cursor:
+        cursor.execute(_rows_statement(), [org_id, user_id, MemoryStatus.ACTIVE.value])
+        rows = cursor.fetchall()
+    n = len(CANDIDATE_COLUMNS)
+    name = analyser()
+    # Texts only of the memories whose stored terms are missing or outdated (the projection lags a write).
+    missing = [r[0] for r in rows if r[n + 3] is None or r[n + 1] != r[n] or r[n + 2] != name]
+    texts = {memory_id: (content, slot) for memory_id, content, slot in
+             plain_rows(Memory, ("id", "content", "slot_key"), missing, key="id")} if missing else {}
+    raw, features, hashes = {}, {}, {}
+    for row in rows:
+        memory_id = row[0]
+        raw[memory_id] = row[:n]
+        if memory_id in texts:
+            words, cjk, small_talk, speaker = text_features(*texts[memory_id])
+        else:
+            words, cjk, small_talk, speaker = stored_hashes(row[n + 3]), row[n + 4], row[n + 5], row[n + 6]
+        hashes[memory_id] = words
+        features[memory_id] = (bool(cjk), bool(small_talk), speaker or None)
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    index = TermIndex([hashes[i] for i in ids.tolist()], k1=settings.KEYWORD_BM25_K1,
+                      b=settings.KEYWORD_BM25_B) if rows else None
+    return UserCorpus(generation, ids, raw, features, hashes, index)
+
+
+_corpora: LRUCache = LRUCache(maxsize=256)
+_lock = threading.Lock()
+
+
+def user_corpus(org_id: int, user_id: str) -> UserCorpus:
+    generation = user_generation(org_id, user_id)
+    key = (org_id, user_id)
+    with _lock:
+        if _corpora.maxsize != settings.RECALL_CORPUS_USERS:
+            _corpora.__init__(maxsize=settings.RECALL_CORPUS_USERS)  # the setting changed (tests)
+        cached = _corpora.get(key)  # a read counts as a use
+        if cached is not None and cached.generation == generation:
+            return cached
+    corpus = build(org_id, user_id, generation)
+    with _lock:
+        _corpora[key] = corpus
+    return corpus
+
+
+def keyword_scores(*, org_id: int, user_id: str, query: str) -> dict[int, float]:
+    """Raw BM25 score of every active memory of the user that shares a term with the query."""
+    return user_corpus(org_id, user_id).keyword_scores(query)
+
+
+def clear() -> None:
+    with _lock:
+        _corpora.clear()
