@@ -1,15 +1,18 @@
 """Access statistics of recalled memories, off the read path.
 
 With a broker the touch is a Celery task. When tasks run eagerly (embedded profile) a task would be
-a write inside every read, so touches are buffered in process and flushed in one UPDATE per memory
-at most every ACCESS_STATS_FLUSH_SECONDS (0 = at once). Counts are statistics: losing a few seconds
-of them in a crash is acceptable; losing read latency is not.
+a write inside every read, so touches are buffered in process and flushed in one UPDATE per count
+at most every ACCESS_STATS_FLUSH_SECONDS, on a thread of its own (an UPDATE of a few hundred rows
+took ~100 ms on SQLite at load, which the recall that happened to be due would have waited for); 0
+flushes at once, in the recall that recorded them. Counts are statistics: losing a few seconds of them
+in a crash is acceptable; losing read latency is not.
 """
 import atexit
 import logging
 import threading
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 from django.conf import settings
@@ -25,6 +28,7 @@ _lock = threading.Lock()
 _pending: Counter = Counter()
 _last: dict[int, datetime] = {}
 _flushed_at = [time.monotonic()]
+_flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="access-stats")
 
 
 def record_access(memory_ids: list[int]) -> None:
@@ -39,8 +43,23 @@ def record_access(memory_ids: list[int]) -> None:
         for memory_id in memory_ids:
             _last[memory_id] = now
         due = time.monotonic() - _flushed_at[0] >= settings.ACCESS_STATS_FLUSH_SECONDS
-    if due:
+        if due and settings.ACCESS_STATS_FLUSH_SECONDS > 0:
+            _flushed_at[0] = time.monotonic()  # one background flush per period, not one per due recall
+    if not due:
+        return
+    if settings.ACCESS_STATS_FLUSH_SECONDS <= 0:
         flush()
+    else:
+        _flusher.submit(_flush_in_thread)
+
+
+def _flush_in_thread() -> None:
+    from django.db import connection
+
+    try:
+        flush()
+    finally:
+        connection.close()  # this thread's own connection; the next flush opens a fresh one
 
 
 

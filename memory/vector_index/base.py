@@ -54,7 +54,6 @@ __all__ = [
     "build_filter",
     "check_collection_name",
     "check_point_id",
-    "stored_vector",
     "vector_as_list",
 ]
 
@@ -115,10 +114,6 @@ class VectorIndex(ABC):
         collection: str | None = None,
         with_payload: bool = True,
     ) -> list[VectorHit]: ...
-
-    @abstractmethod
-    def vectors(self, point_ids: list[int], *, collection: str | None = None) -> dict[int, np.ndarray]:
-        """The stored (unit) vectors of these points as float32 arrays; ids that are not there are left out."""
 
     @abstractmethod
     def scroll(
@@ -259,10 +254,3 @@ def _condition(key: str, value: Any, builder: FilterBuilder[F, C]) -> C:
             bounds[bound] = float(limit)
         return builder.range(key, bounds)
     raise ValueError(f"unsupported filter value for {key!r}: {type(value).__name__}")
-
-
-def stored_vector(vector) -> np.ndarray:
-    """A retrieved point's vector as float32: the default (unnamed) vector, as a list or under ""."""
-    if isinstance(vector, dict):
-        vector = vector[""]
-    return np.asarray(vector, dtype=np.float32)

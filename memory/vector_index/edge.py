@@ -45,7 +45,6 @@ from memory.vector_index.base import (
     build_filter,
     check_collection_name,
     check_point_id,
-    stored_vector,
     vector_as_list,
 )
 
@@ -220,16 +219,6 @@ class EdgeVectorIndex(VectorIndex):
             with _unavailable_on_error("search"):
                 scored = opened.shard.query(request)
         return [VectorHit(int(p.id), float(p.score), dict(p.payload or {})) for p in scored]
-
-    def vectors(self, point_ids: list[int], *, collection: str | None = None) -> dict[int, np.ndarray]:
-        if not point_ids:
-            return {}
-        ids = [check_point_id(i) for i in point_ids]
-        with self._lock:
-            opened = self._resolve(collection)
-            with _unavailable_on_error("retrieve"):
-                records = opened.shard.retrieve(ids, with_payload=False, with_vector=True)
-        return {int(r.id): stored_vector(r.vector) for r in records if r.vector is not None}
 
     def scroll(
         self,

@@ -35,7 +35,6 @@ from memory.vector_index.base import (
     build_filter,
     check_collection_name,
     check_point_id,
-    stored_vector,
     vector_as_list,
 )
 
@@ -188,14 +187,6 @@ class QdrantServerIndex(VectorIndex):
                 with_vectors=False,
             )
         return [VectorHit(int(p.id), float(p.score), dict(p.payload or {})) for p in response.points]
-
-    def vectors(self, point_ids: list[int], *, collection: str | None = None) -> dict[int, np.ndarray]:
-        if not point_ids:
-            return {}
-        ids = [check_point_id(i) for i in point_ids]
-        with self._guard("retrieve"):
-            records = self._client.retrieve(self._target(collection), ids=ids, with_payload=False, with_vectors=True)
-        return {int(r.id): stored_vector(r.vector) for r in records if r.vector is not None}
 
     def scroll(
         self,
