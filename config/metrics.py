@@ -41,6 +41,35 @@ def _vector_index() -> int:
     return index.count() if index.live_collection() else 0
 
 
+def _database_families() -> list[GaugeMetricFamily]:
+    figures = backlog()
+    forget = GaugeMetricFamily("memsvc_forget_requests", "Forget requests not yet executed", labels=["status"])
+    forget.add_metric(["pending"], figures["forget_pending"])
+    forget.add_metric(["approved"], figures["forget_approved"])
+    return [GaugeMetricFamily("memsvc_projection_lagging_memories",
+                              "Memories whose projected version is behind their version", value=figures["lagging"]),
+            GaugeMetricFamily("memsvc_messages_pending_extraction",
+                              "Messages older than 60 s whose extraction has not run", value=figures["unextracted"]),
+            forget]
+
+
+def _broker_families() -> list[GaugeMetricFamily]:
+    from memory.selectors import queue_depths
+
+    queue = GaugeMetricFamily("memsvc_queue_depth", "Tasks waiting in a broker queue", labels=["queue"])
+    for name, depth in queue_depths().items():
+        queue.add_metric([name], depth)
+    return [queue]
+
+
+def _vector_index_families() -> list[GaugeMetricFamily]:
+    return [GaugeMetricFamily("memsvc_vector_points", "Points in the live vector collection", value=_vector_index())]
+
+
+# The `source` label of memsvc_source_up, and how to read that source's families.
+_SOURCES = (("database", _database_families), ("broker", _broker_families), ("vector_index", _vector_index_families))
+
+
 class BacklogCollector:
     """Each source is read on its own: one failing (broker down) leaves the others reported and
     sets its `memsvc_source_up` to 0."""
@@ -48,39 +77,15 @@ class BacklogCollector:
     def collect(self):
         up = GaugeMetricFamily("memsvc_source_up", "Whether a metrics source could be read", labels=["source"])
         started = time.perf_counter()
-        try:
-            figures = backlog()
-            up.add_metric(["database"], 1)
-            yield GaugeMetricFamily("memsvc_projection_lagging_memories",
-                                    "Memories whose projected version is behind their version", value=figures["lagging"])
-            yield GaugeMetricFamily("memsvc_messages_pending_extraction",
-                                    "Messages older than 60 s whose extraction has not run", value=figures["unextracted"])
-            forget = GaugeMetricFamily("memsvc_forget_requests", "Forget requests not yet executed", labels=["status"])
-            forget.add_metric(["pending"], figures["forget_pending"])
-            forget.add_metric(["approved"], figures["forget_approved"])
-            yield forget
-        except Exception as exc:
-            logger.warning("metrics: database source failed: %s", type(exc).__name__)
-            up.add_metric(["database"], 0)
-        try:
-            from memory.selectors import queue_depths
-
-            depths = queue_depths()
-            up.add_metric(["broker"], 1)
-            queue = GaugeMetricFamily("memsvc_queue_depth", "Tasks waiting in a broker queue", labels=["queue"])
-            for name, depth in depths.items():
-                queue.add_metric([name], depth)
-            yield queue
-        except Exception as exc:
-            logger.warning("metrics: broker source failed: %s", type(exc).__name__)
-            up.add_metric(["broker"], 0)
-        try:
-            points = _vector_index()
-            up.add_metric(["vector_index"], 1)
-            yield GaugeMetricFamily("memsvc_vector_points", "Points in the live vector collection", value=points)
-        except Exception as exc:
-            logger.warning("metrics: vector index source failed: %s", type(exc).__name__)
-            up.add_metric(["vector_index"], 0)
+        for source, read in _SOURCES:
+            try:
+                families = read()
+            except Exception as exc:
+                logger.warning("metrics: %s source failed: %s", source.replace("_", " "), type(exc).__name__)
+                up.add_metric([source], 0)
+                continue
+            up.add_metric([source], 1)
+            yield from families
         yield up
         yield GaugeMetricFamily("memsvc_scrape_seconds", "Time spent reading the backlog sources",
                                 value=time.perf_counter() - started)

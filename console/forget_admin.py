@@ -14,7 +14,7 @@ from console.memory_detail import forget_requests_matching
 from console.memory_list import snippet
 from memory.models import ForgetRequest
 from memory.services.forget import forget_request_create, forget_request_decide
-from tenancy.admin import TextInputFilter
+from tenancy.admin import IdInputFilter, TextInputFilter
 
 logger = logging.getLogger(__name__)
 
@@ -44,13 +44,11 @@ class SubjectUserFilter(TextInputFilter):
     title, parameter_name, lookup = "subject user", "subject_user", "subject_user"
 
 
-class RequestMemoryFilter(TextInputFilter):
+class RequestMemoryFilter(IdInputFilter):
     title, parameter_name, lookup = "memory id", "memory", "memory_id"
 
-    def queryset(self, request, queryset):
-        value = (self.value() or "").strip()
-        # The request's first memory (FK) or any memory it matched.
-        return forget_requests_matching(int(value), queryset) if value.isdigit() else queryset
+    def filter_id(self, queryset, value: int):
+        return forget_requests_matching(value, queryset)  # the request's first memory (FK) or any memory it matched
 
 
 def _decide(request, ids, *, approve: bool) -> tuple[int, int]:

@@ -44,16 +44,27 @@ DETAIL_ROWS = 50  # rows of a related list shown on a detail page; the full list
 
 
 # --------------------------------------------------------------------------- forms of the extra pages
+# Each action page's form carries the page's words: its title ({id}: the memory), intro and buttons.
 class EditContentForm(forms.Form):
+    title, intro = "Edit content of memory {id}", "Saving adds a new version; earlier versions are kept."
+    buttons = [("save", "Save as new version", "default")]
+
     content = forms.CharField(widget=forms.Textarea(attrs={"rows": 5, "cols": 90}), max_length=settings.MAX_MEMORY_CHARS)
     reason = forms.ChoiceField(choices=[("UPDATE", "UPDATE – the fact changed"), ("CORRECT", "CORRECT – it was wrong")])
 
 
 class InvalidateForm(forms.Form):
+    title, intro = "Invalidate memory {id}", "The memory stops being recalled; its versions stay for audit."
+    buttons = [("invalidate", "Invalidate", "default")]
+
     reason = forms.CharField(max_length=50, initial="operator", help_text="Stored on the memory and in the audit log.")
 
 
 class ForgetForm(forms.Form):
+    title = "Forget memory {id}"
+    intro = ("Forgetting redacts every version, deletes the vectors and cache entries and leaves a fingerprint rule so "
+             "extraction cannot bring it back. It cannot be undone.")
+
     include_messages = forms.BooleanField(required=False, help_text="Also redact the source messages and whatever else "
                                                                     "was derived from them.")
 
@@ -172,14 +183,19 @@ class MemoryAdmin(MemoryListColumns, admin.ModelAdmin):
             raise PermissionDenied
         return memory
 
-    def _render_action(self, request, memory, form, *, title, intro, buttons):
-        context = {**self.admin_site.each_context(request), "title": title, "intro": intro, "form": form,
-                   "object": memory, "opts": self.opts, "buttons": buttons,
+    def _render_action(self, request, memory, form, *, note: str = "", buttons=None):
+        context = {**self.admin_site.each_context(request), "title": form.title.format(id=memory.id),
+                   "intro": form.intro + note, "form": form, "object": memory, "opts": self.opts,
+                   "buttons": form.buttons if buttons is None else buttons,
                    "cancel_url": reverse("admin:memory_memory_change", args=[memory.id])}
         return TemplateResponse(request, "admin/console/action_form.html", context)
 
     def _back(self, memory):
         return HttpResponseRedirect(reverse("admin:memory_memory_change", args=[memory.id]))
+
+    def _done(self, request, memory, message: str):
+        messages.success(request, message)
+        return self._back(memory)
 
     def edit_content_view(self, request, object_id):
         memory = self._memory_for_action(request, object_id)
@@ -197,11 +213,8 @@ class MemoryAdmin(MemoryListColumns, admin.ModelAdmin):
                 form.add_error(None, str(exc))
             else:
                 logger.info("console memory content edit id=%s v=%s", updated.id, updated.version)
-                messages.success(request, f"Memory {updated.id} is now at version {updated.version}.")
-                return self._back(memory)
-        return self._render_action(request, memory, form, title=f"Edit content of memory {memory.id}",
-                                   intro="Saving adds a new version; earlier versions are kept.",
-                                   buttons=[("save", "Save as new version", "default")])
+                return self._done(request, memory, f"Memory {updated.id} is now at version {updated.version}.")
+        return self._render_action(request, memory, form)
 
     def invalidate_view(self, request, object_id):
         memory = self._memory_for_action(request, object_id)
@@ -209,11 +222,8 @@ class MemoryAdmin(MemoryListColumns, admin.ModelAdmin):
         if request.method == "POST" and form.is_valid():
             memory_invalidate(memory_id=memory.id, reason=form.cleaned_data["reason"], actor=operator_name(request),
                               actor_kind="operator")
-            messages.success(request, f"Memory {memory.id} invalidated.")
-            return self._back(memory)
-        return self._render_action(request, memory, form, title=f"Invalidate memory {memory.id}",
-                                   intro="The memory stops being recalled; its versions stay for audit.",
-                                   buttons=[("invalidate", "Invalidate", "default")])
+            return self._done(request, memory, f"Memory {memory.id} invalidated.")
+        return self._render_action(request, memory, form)
 
     def forget_view(self, request, object_id):
         memory = self._memory_for_action(request, object_id)
@@ -230,12 +240,9 @@ class MemoryAdmin(MemoryListColumns, admin.ModelAdmin):
         echoes = forget_echoes(org_id=memory.org_id, user_id=memory.user_id, memory_ids=[memory.id])
         echo_note = (" These episodes restate it and are removed with it: "
                      + "; ".join(f"{e.memory.id} ({e.why}): {snippet(e.memory, 60)}" for e in echoes) + ".") if echoes else ""
-        return self._render_action(
-            request, memory, form, title=f"Forget memory {memory.id}",
-            intro="Forgetting redacts every version, deletes the vectors and cache entries and leaves a fingerprint "
-                  "rule so extraction cannot bring it back. It cannot be undone." + echo_note,
-            buttons=([("approve_now", "Forget now", "default")] if may_approve else [])
-            + [("pending", "Create a request for a second operator", "")])
+        return self._render_action(request, memory, form, note=echo_note,
+                                   buttons=([("approve_now", "Forget now", "default")] if may_approve else [])
+                                   + [("pending", "Create a request for a second operator", "")])
 
     # ---------------------------------------------------------------- bulk actions
     @admin.action(description="Invalidate selected memories", permissions=["change"])

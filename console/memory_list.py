@@ -7,7 +7,7 @@ from django.utils.text import Truncator
 
 from memory.choices import MemoryStatus
 from memory.models import Memory, MemorySource
-from tenancy.admin import TextInputFilter
+from tenancy.admin import IdInputFilter, TextInputFilter
 
 
 def snippet(memory: Memory, length: int = 90) -> str:
@@ -21,12 +21,8 @@ class UserFilter(TextInputFilter):
     title, parameter_name, lookup = "user id", "user_id", "user_id"
 
 
-class EntityFilter(TextInputFilter):
+class EntityFilter(IdInputFilter):
     title, parameter_name, lookup = "entity id", "entity", "entity_links__entity_id"
-
-    def queryset(self, request, queryset):
-        value = (self.value() or "").strip()
-        return queryset.filter(entity_links__entity_id=int(value)) if value.isdigit() else queryset
 
 
 class ProjectionFilter(admin.SimpleListFilter):

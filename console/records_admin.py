@@ -2,7 +2,7 @@
 from django.contrib import admin
 
 from memory.models import EntityLink, ForgetRule, MemorySource, MemoryVersion
-from tenancy.admin import ReadOnlyAdminMixin, TextInputFilter
+from tenancy.admin import IdInputFilter, ReadOnlyAdminMixin
 
 
 # --------------------------------------------------------------------------- read-only record browsers
@@ -29,12 +29,8 @@ class EntityLinkAdmin(ReadOnlyAdmin):
     raw_id_fields = ["memory", "entity"]
 
 
-class RuleRequestFilter(TextInputFilter):
+class RuleRequestFilter(IdInputFilter):
     title, parameter_name, lookup = "forget request id", "request__id__exact", "request_id"
-
-    def queryset(self, request, queryset):
-        value = (self.value() or "").strip()
-        return queryset.filter(request_id=int(value)) if value.isdigit() else queryset
 
 
 @admin.register(ForgetRule)

@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.utils.text import Truncator
 
 from conversations.models import Conversation, ConversationAccess, EntityMention, HistorySummary, Message, TaskState
-from tenancy.admin import ReadOnlyAdminMixin, TextInputFilter
+from tenancy.admin import IdInputFilter, ReadOnlyAdminMixin, TextInputFilter
 
 
 class ConversationAccessInline(ReadOnlyAdminMixin, admin.TabularInline):
@@ -18,12 +18,8 @@ class OwnerFilter(TextInputFilter):
     title, parameter_name, lookup = "owner user", "owner_user", "owner_user"
 
 
-class ConversationFilter(TextInputFilter):
+class ConversationFilter(IdInputFilter):
     title, parameter_name, lookup = "conversation id", "conversation", "conversation_id"
-
-    def queryset(self, request, queryset):
-        value = (self.value() or "").strip()
-        return queryset.filter(conversation_id=int(value)) if value.isdigit() else queryset
 
 
 class ExtractionFilter(admin.SimpleListFilter):
@@ -42,12 +38,8 @@ class ExtractionFilter(admin.SimpleListFilter):
         return queryset
 
 
-class EntityFilter(TextInputFilter):
+class EntityFilter(IdInputFilter):
     title, parameter_name, lookup = "entity id", "entity", "entity_id"
-
-    def queryset(self, request, queryset):
-        value = (self.value() or "").strip()
-        return queryset.filter(entity_id=int(value)) if value.isdigit() else queryset
 
 
 @admin.register(Conversation)

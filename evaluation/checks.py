@@ -142,16 +142,22 @@ def check_entity(expected, resolution: dict | None) -> list[str]:
     return [f"expect.entity: unknown expectation {expected!r}"]
 
 
-def check_forbid(forbid: dict, items: list[dict], context: dict | None, labels: dict[str, int]) -> list[str]:
+def _phrases_found(key: str, phrases: list[str], items: list[dict], items_name: str, text: str, text_name: str) -> list[str]:
+    """One failure for each place a phrase that must not show up does: the items that hold it, and the text."""
     out = []
-    standing = _standing(items)
-    section = norm(memory_section_text(context))
-    for s in forbid.get("contains", []):
-        holders = [i["id"] for i in standing if norm(s) in norm(i["content"])]
+    for s in phrases:
+        holders = [i["id"] for i in items if norm(s) in norm(i["content"])]
         if holders:
-            out.append(f"forbid.contains {s!r} in recalled standing items {holders}")
-        if norm(s) in section:
-            out.append(f"forbid.contains {s!r} in the context's memory section")
+            out.append(f"{key} {s!r} in {items_name} {holders}")
+        if norm(s) in text:
+            out.append(f"{key} {s!r} in {text_name}")
+    return out
+
+
+def check_forbid(forbid: dict, items: list[dict], context: dict | None, labels: dict[str, int]) -> list[str]:
+    standing = _standing(items)
+    out = _phrases_found("forbid.contains", forbid.get("contains", []), standing, "recalled standing items",
+                         norm(memory_section_text(context)), "the context's memory section")
     for label in forbid.get("labels", []):
         memory_id = labels.get(label)
         if memory_id is not None and memory_id in {i["id"] for i in standing}:
@@ -162,15 +168,8 @@ def check_forbid(forbid: dict, items: list[dict], context: dict | None, labels: 
 
 
 def check_erased(erased: dict, items: list[dict], context: dict | None) -> list[str]:
-    out = []
-    text = norm(context_text(context))
-    for s in erased.get("contains", []):
-        holders = [i["id"] for i in items if norm(s) in norm(i["content"])]
-        if holders:
-            out.append(f"erased.contains {s!r} in recalled items {holders}")
-        if norm(s) in text:
-            out.append(f"erased.contains {s!r} in the assembled context")
-    return out
+    return _phrases_found("erased.contains", erased.get("contains", []), items, "recalled items",
+                          norm(context_text(context)), "the assembled context")
 
 
 def expectation_failures(expect: dict, items: list[dict], context: dict, labels: dict[str, int], *,

@@ -6,33 +6,16 @@ labels keep the model fields' `choices` unchanged (no migration)."""
 from django.db import models
 
 
-class MemoryKind(models.TextChoices):
-    PREFERENCE = "preference", "preference"
-    FACT = "fact", "fact"
-    EVENT = "event", "event"
-    CONTEXT = "context", "context"
-    SUGGESTION = "suggestion", "suggestion"
-    EPISODE = "episode", "episode"
+def _choices(name: str, values: str) -> type[models.TextChoices]:
+    """A TextChoices whose members are the values in capitals (``MemoryKind.FACT == "fact"``), each
+    labelled with its value. The vocabulary is a list of words, so it is written as one."""
+    return models.TextChoices(name, [(value.upper(), (value, value)) for value in values.split()], module=__name__)
 
 
-class MemoryStatus(models.TextChoices):
-    ACTIVE = "active", "active"
-    SUPERSEDED = "superseded", "superseded"
-    INVALIDATED = "invalidated", "invalidated"
-    FORGOTTEN = "forgotten", "forgotten"
-    EXPIRED = "expired", "expired"
-
-
-class MemoryAssertion(models.TextChoices):
-    USER_STATED = "user_stated", "user_stated"
-    CONFIRMED_EVENT = "confirmed_event", "confirmed_event"
-    MODEL_SUGGESTION = "model_suggestion", "model_suggestion"
-
-
-class MemoryScope(models.TextChoices):
-    USER = "user", "user"
-    TASK = "task", "task"
-
+MemoryKind = _choices("MemoryKind", "preference fact event context suggestion episode")
+MemoryStatus = _choices("MemoryStatus", "active superseded invalidated forgotten expired")
+MemoryAssertion = _choices("MemoryAssertion", "user_stated confirmed_event model_suggestion")
+MemoryScope = _choices("MemoryScope", "user task")
 
 # The kinds that state something standing about a subject: subject matching and conflicts compare these.
 STANDING_KINDS = frozenset({MemoryKind.PREFERENCE, MemoryKind.FACT})

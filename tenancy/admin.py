@@ -34,6 +34,17 @@ class TextInputFilter(admin.SimpleListFilter):
                "clear_url": changelist.get_query_string(remove=[self.parameter_name])}
 
 
+class IdInputFilter(TextInputFilter):
+    """A TextInputFilter for an integer id: a value that is not a number leaves the list as it is."""
+
+    def queryset(self, request, queryset):
+        value = (self.value() or "").strip()
+        return self.filter_id(queryset, int(value)) if value.isdigit() else queryset
+
+    def filter_id(self, queryset, value: int):
+        return queryset.filter(**{self.lookup: value})
+
+
 class ReadOnlyAdminMixin:
     """Records operators read and nobody edits in the console (audit log, versions, sources, conflicts:
     those change only through services)."""

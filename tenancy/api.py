@@ -8,6 +8,24 @@ from rest_framework.pagination import CursorPagination
 MAX_DB_INT = 2**63 - 1
 
 
+def at_most(value, limit: int, unit: str = ""):
+    """``value`` itself when it (a number, or the length of a text or list) is at most ``limit``; a 400
+    "At most <limit> <unit>." otherwise. Callers pass the limit from settings at validation time, so a
+    changed setting applies to the next request."""
+    size = value if isinstance(value, (int, float)) else len(value)
+    if size > limit:
+        raise serializers.ValidationError(f"At most {limit} {unit}." if unit else f"At most {limit}.")
+    return value
+
+
+def distinct_by(items: list[dict], key: str, message: str) -> list[dict]:
+    """``items`` itself when no two share ``key``; a 400 saying ``message`` otherwise."""
+    keys = [item[key] for item in items]
+    if len(set(keys)) != len(keys):
+        raise serializers.ValidationError(message)
+    return items
+
+
 class StrictSerializer(serializers.Serializer):
     """Rejects fields it does not know, so a typo or an identity field in a body is a 400, not ignored."""
 

@@ -2,7 +2,7 @@ from django.conf import settings
 from rest_framework import serializers
 
 from conversations.models import Conversation, HistorySummary, Message, TaskState
-from tenancy.api import MAX_DB_INT, BoundedDateTimeField, StrictCharField, StrictSerializer
+from tenancy.api import MAX_DB_INT, BoundedDateTimeField, StrictCharField, StrictSerializer, at_most
 
 ROLES = ["user", "assistant", "tool", "system"]
 
@@ -65,9 +65,7 @@ class MessageBatchInputSerializer(StrictSerializer):
     messages = MessageInputSerializer(many=True, allow_empty=False)
 
     def validate_messages(self, value):
-        if len(value) > settings.MAX_BATCH_MESSAGES:
-            raise serializers.ValidationError(f"At most {settings.MAX_BATCH_MESSAGES} messages per batch.")
-        return value
+        return at_most(value, settings.MAX_BATCH_MESSAGES, "messages per batch")
 
 
 class MessageOutputSerializer(serializers.ModelSerializer):

@@ -16,6 +16,24 @@ def _conflict(exc: services.Conflict) -> Response:
     return Response({"detail": str(exc), "code": "conflict"}, status=status.HTTP_409_CONFLICT)
 
 
+def _messages_append(request, conversation_id: int, *, batch: bool) -> Response:
+    """POST one message, or a batch (all stored or none), once per idempotency key: 201 with what was stored."""
+    conversation = selectors.conversation_get(org=request.user.org, user_id=request.user.user_id,
+                                              conversation_id=conversation_id)
+
+    def append() -> Response:
+        data = (s.MessageBatchInputSerializer if batch else s.MessageInputSerializer)(data=request.data)
+        data.is_valid(raise_exception=True)
+        messages = services.messages_append(conversation=conversation, user_id=request.user.user_id,
+                                            messages=data.validated_data["messages"] if batch else [data.validated_data])
+        if batch:
+            return Response(s.MessageOutputSerializer(messages, many=True).data, status=status.HTTP_201_CREATED)
+        [message] = messages
+        return Response(s.MessageOutputSerializer(message).data, status=status.HTTP_201_CREATED)
+
+    return idempotent(request, append)
+
+
 class ConversationListCreateApi(APIView):
     pagination_class = SeqCursorPagination  # read by drf-spectacular: GET documents the {next, previous, results} page
 
@@ -96,17 +114,7 @@ class MessageListCreateApi(APIView):
     @extend_schema(request=s.MessageInputSerializer, responses={201: s.MessageOutputSerializer},
                    parameters=[IDEMPOTENCY_KEY])
     def post(self, request, conversation_id: int):
-        conversation = selectors.conversation_get(org=request.user.org, user_id=request.user.user_id,
-                                                  conversation_id=conversation_id)
-
-        def append() -> Response:
-            data = s.MessageInputSerializer(data=request.data)
-            data.is_valid(raise_exception=True)
-            [message] = services.messages_append(conversation=conversation, user_id=request.user.user_id,
-                                                 messages=[data.validated_data])
-            return Response(s.MessageOutputSerializer(message).data, status=status.HTTP_201_CREATED)
-
-        return idempotent(request, append)
+        return _messages_append(request, conversation_id, batch=False)
 
 
 class MessageBatchCreateApi(APIView):
@@ -114,17 +122,7 @@ class MessageBatchCreateApi(APIView):
                    description=f"Append up to MAX_BATCH_MESSAGES (default {settings.MAX_BATCH_MESSAGES}) messages "
                                "atomically: all are stored or none.", parameters=[IDEMPOTENCY_KEY])
     def post(self, request, conversation_id: int):
-        conversation = selectors.conversation_get(org=request.user.org, user_id=request.user.user_id,
-                                                  conversation_id=conversation_id)
-
-        def append() -> Response:
-            data = s.MessageBatchInputSerializer(data=request.data)
-            data.is_valid(raise_exception=True)
-            messages = services.messages_append(conversation=conversation, user_id=request.user.user_id,
-                                                messages=data.validated_data["messages"])
-            return Response(s.MessageOutputSerializer(messages, many=True).data, status=status.HTTP_201_CREATED)
-
-        return idempotent(request, append)
+        return _messages_append(request, conversation_id, batch=True)
 
 
 class MessageDetailApi(APIView):

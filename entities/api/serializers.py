@@ -2,7 +2,7 @@ from django.conf import settings
 from rest_framework import serializers
 
 from entities.models import Entity
-from tenancy.api import MAX_DB_INT, StrictCharField, StrictSerializer
+from tenancy.api import MAX_DB_INT, StrictCharField, StrictSerializer, at_most
 
 TYPE_RE = r"^[a-z][a-z0-9_\-]{0,49}$"
 USER_RE = r"^[\w.@:+\-]{1,128}$"
@@ -30,9 +30,7 @@ class EntityBulkInputSerializer(StrictSerializer):
     entities = EntityInputSerializer(many=True, allow_empty=False)
 
     def validate_entities(self, value):
-        if len(value) > settings.MAX_BATCH_MESSAGES:
-            raise serializers.ValidationError(f"At most {settings.MAX_BATCH_MESSAGES} entities per batch.")
-        return value
+        return at_most(value, settings.MAX_BATCH_MESSAGES, "entities per batch")
 
 
 class EntityOutputSerializer(serializers.ModelSerializer):

@@ -3,6 +3,7 @@
 The same queue the console shows operators: two active standing memories the write path could not
 tell apart on subject. Scoped to the acting user; another user's or org's conflict is a 404."""
 from django.http import Http404
+from django.urls import path
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
@@ -81,3 +82,9 @@ class ConflictResolveApi(APIView):
             return Response({"detail": str(exc), "code": "conflict"}, status=409)
         conflict = MemoryConflict.objects.select_related("older", "newer").get(id=conflict.id)
         return Response(ConflictOutputSerializer(conflict).data)
+
+
+urlpatterns = [
+    path("conflicts", ConflictListApi.as_view(), name="conflict-list"),
+    path("conflicts/<int:conflict_id>/resolve", ConflictResolveApi.as_view(), name="conflict-resolve"),
+]

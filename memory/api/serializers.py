@@ -3,7 +3,7 @@ from rest_framework import serializers
 
 from memory.choices import EXTRACTED_KINDS, MemoryAssertion, MemoryKind, MemoryStatus
 from memory.models import Memory, MemoryVersion
-from tenancy.api import MAX_DB_INT, BoundedDateTimeField, StrictCharField, StrictSerializer
+from tenancy.api import MAX_DB_INT, BoundedDateTimeField, StrictCharField, StrictSerializer, at_most, distinct_by
 
 KINDS = EXTRACTED_KINDS
 ASSERTIONS = MemoryAssertion.values
@@ -13,9 +13,7 @@ def memory_text(value: str) -> str:
     """A memory's text as a client writes it (REST and Mem0 alike): not blank, at most MAX_MEMORY_CHARS."""
     if not value.strip():
         raise serializers.ValidationError("Must not be blank.")
-    if len(value) > settings.MAX_MEMORY_CHARS:
-        raise serializers.ValidationError(f"At most {settings.MAX_MEMORY_CHARS} characters.")
-    return value
+    return at_most(value, settings.MAX_MEMORY_CHARS, "characters")
 
 
 class SourceInputSerializer(StrictSerializer):
@@ -115,9 +113,7 @@ class RecallInputSerializer(StrictSerializer):
     explain = serializers.BooleanField(required=False, default=False)
 
     def validate_k(self, value: int) -> int:
-        if value > settings.MAX_RECALL_K:
-            raise serializers.ValidationError(f"At most {settings.MAX_RECALL_K}.")
-        return value
+        return at_most(value, settings.MAX_RECALL_K)
 
 
 class SourceOutputSerializer(serializers.Serializer):
@@ -175,9 +171,7 @@ class EvidenceInputSerializer(StrictSerializer):
     def validate_text(self, value):
         if not value.strip():
             raise serializers.ValidationError("This field may not be blank.")
-        if len(value) > settings.CONTEXT_EVIDENCE_MAX_CHARS:
-            raise serializers.ValidationError(f"At most {settings.CONTEXT_EVIDENCE_MAX_CHARS} characters.")
-        return value
+        return at_most(value, settings.CONTEXT_EVIDENCE_MAX_CHARS, "characters")
 
 
 class ContextInputSerializer(StrictSerializer):
@@ -198,27 +192,17 @@ class ContextInputSerializer(StrictSerializer):
                                                  "prompt, numbered [1..n] for citation.")
 
     def validate_evidence(self, value):
-        if len(value) > settings.CONTEXT_EVIDENCE_MAX_ITEMS:
-            raise serializers.ValidationError(f"At most {settings.CONTEXT_EVIDENCE_MAX_ITEMS} passages.")
-        ids = [item["id"] for item in value]
-        if len(set(ids)) != len(ids):
-            raise serializers.ValidationError("Passage ids must be unique.")
-        return value
+        at_most(value, settings.CONTEXT_EVIDENCE_MAX_ITEMS, "passages")
+        return distinct_by(value, "id", "Passage ids must be unique.")
 
     def validate_message(self, value):
-        if len(value) > settings.MAX_MESSAGE_CHARS:
-            raise serializers.ValidationError(f"At most {settings.MAX_MESSAGE_CHARS} characters.")
-        return value
+        return at_most(value, settings.MAX_MESSAGE_CHARS, "characters")
 
     def validate_budget(self, value):
-        if value > settings.MAX_CONTEXT_BUDGET:
-            raise serializers.ValidationError(f"At most {settings.MAX_CONTEXT_BUDGET}.")
-        return value
+        return at_most(value, settings.MAX_CONTEXT_BUDGET)
 
     def validate_k(self, value):
-        if value > settings.MAX_RECALL_K:
-            raise serializers.ValidationError(f"At most {settings.MAX_RECALL_K}.")
-        return value
+        return at_most(value, settings.MAX_RECALL_K)
 
     def validate_section_budgets(self, value):
         unknown = set(value) - set(settings.CONTEXT_SECTION_BUDGETS)

@@ -8,8 +8,7 @@ urlpatterns = [
     path("memories/<int:memory_id>/history", views.MemoryHistoryApi.as_view(), name="memory-history"),
     path("memories/<int:memory_id>/invalidate", views.MemoryInvalidateApi.as_view(), name="memory-invalidate"),
     path("recall", views.RecallApi.as_view(), name="recall"),
-    path("conflicts", conflicts.ConflictListApi.as_view(), name="conflict-list"),
-    path("conflicts/<int:conflict_id>/resolve", conflicts.ConflictResolveApi.as_view(), name="conflict-resolve"),
+    *conflicts.urlpatterns,  # the conflicts room keeps its own routes beside its views
     path("forget/preview", views.ForgetPreviewApi.as_view(), name="forget-preview"),
     path("forget", views.ForgetApi.as_view(), name="forget"),
     path("forget/<int:request_id>", views.ForgetRequestDetailApi.as_view(), name="forget-detail"),

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["KIND_PREFIX", "SlotParts", "tech_category"]
+__all__ = ["KIND_PREFIX", "SlotParts", "tech_category", "value_slot"]
 
 KIND_PREFIX = {"preference": "pref", "fact": "fact", "event": "event", "context": "task", "suggestion": "sugg"}
 
@@ -31,6 +31,16 @@ class SlotParts:
     def key(self, kind: str) -> str:
         prefix = KIND_PREFIX[kind]
         return f"{prefix}:{self.subject}.{self.attribute}" if self.attribute else f"{prefix}:{self.subject}"
+
+
+def value_slot(subject: str, attr: str, value: str, kind: str, *, current_task: str) -> SlotParts | None:
+    """A slot known only by the kind of its value: the subject is whatever words are left; with none
+    left, a task-only instruction is about the current task and anything else has no slot."""
+    if subject:
+        return SlotParts(subject, attr, value, structural=False)
+    if kind == "context":
+        return SlotParts(current_task, attr, value, structural=False)
+    return None
 
 
 # ---------------------------------------------------------------------------- value catalogue

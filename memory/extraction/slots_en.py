@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from memory.extraction.slots import SlotParts, tech_category
+from memory.extraction.slots import SlotParts, tech_category, value_slot
 
 __all__ = ["event_subject_en", "slot_en"]
 
@@ -176,11 +176,7 @@ def slot_en(text: str, kind: str) -> SlotParts | None:
         if attr == "sort order" and match is not None and _en_clean(match.group("np")):
             return SlotParts(_en_clean(match.group("np")), attr, value, structural=False)
         rest = text[: match.start()] + " " + text[match.end():] if match else text.replace(value, " ")
-        subject = _en_clean(rest)
-        if subject:
-            return SlotParts(subject, attr, value, structural=False)
-        if kind == "context":
-            return SlotParts("current task", attr, value, structural=False)
+        return value_slot(_en_clean(rest), attr, value, kind, current_task="current task")
     return None
 
 

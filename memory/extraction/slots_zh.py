@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from conversations.textutil import pos_cut
-from memory.extraction.slots import SlotParts, tech_category
+from memory.extraction.slots import SlotParts, tech_category, value_slot
 
 __all__ = ["event_subject_zh", "slot_zh"]
 
@@ -215,11 +215,7 @@ def slot_zh(text: str, kind: str) -> SlotParts | None:
         rest = text.replace(value, " ", 1)
         if attr == "排序":
             rest = _ZH_SORT.sub(" ", text, count=1)
-        subject = _zh_subject(rest)
-        if subject:
-            return SlotParts(subject, attr, value, structural=False)
-        if kind == "context":
-            return SlotParts("当前任务", attr, value, structural=False)
+        return value_slot(_zh_subject(rest), attr, value, kind, current_task="当前任务")
     return None
 
 

@@ -24,9 +24,7 @@ class BatchApi(Mem0Api):
         return memories
 
     def put(self, request):
-        data = s.BatchUpdateInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        items = data.validated_data["memories"]
+        items = self.validated(s.BatchUpdateInputSerializer, request.data)["memories"]
         memories = self._load_all(request, items)
         for i, memory in enumerate(memories):
             if memory.status != MemoryStatus.ACTIVE:
@@ -41,10 +39,9 @@ class BatchApi(Mem0Api):
         return Response({"message": f"Successfully updated {len(items)} memories."})
 
     def delete(self, request):
-        data = s.BatchDeleteInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        items = self.validated(s.BatchDeleteInputSerializer, request.data)["memories"]
         by_owner: dict[str, list[int]] = {}
-        for memory in self._load_all(request, data.validated_data["memories"]):
+        for memory in self._load_all(request, items):
             by_owner.setdefault(memory.user_id, []).append(memory.id)
         requests = [forget_request_create(org=request.user.org, subject_user=owner, requested_by=_actor(request, owner),
                                           target="memory", memory_ids=ids, include_messages=False, via="api",

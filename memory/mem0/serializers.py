@@ -9,7 +9,7 @@ from memory.api.serializers import memory_text
 from memory.mem0.identity import Mem0BadRequest
 from memory.mem0.scoping import agent_and_run
 from memory.models import Memory
-from tenancy.api import StrictCharField, StrictSerializer
+from tenancy.api import StrictCharField, StrictSerializer, at_most, distinct_by
 
 ROLES = ("user", "assistant", "system")  # tool results need their call ids: /api/v1 takes those
 _DT = serializers.DateTimeField()
@@ -28,9 +28,7 @@ class MessageInputSerializer(StrictSerializer):
     content = StrictCharField(allow_blank=True, max_length=None, trim_whitespace=False)
 
     def validate_content(self, value: str) -> str:
-        if len(value) > settings.MAX_MESSAGE_CHARS:
-            raise serializers.ValidationError(f"At most {settings.MAX_MESSAGE_CHARS} characters.")
-        return value
+        return at_most(value, settings.MAX_MESSAGE_CHARS, "characters")
 
 
 ADD_UNSUPPORTED = {
@@ -64,9 +62,7 @@ class AddInputSerializer(StrictSerializer):
     del _name
 
     def validate_messages(self, value):
-        if len(value) > settings.MAX_BATCH_MESSAGES:
-            raise serializers.ValidationError(f"At most {settings.MAX_BATCH_MESSAGES} messages per add.")
-        return value
+        return at_most(value, settings.MAX_BATCH_MESSAGES, "messages per add")
 
     def validate(self, attrs):
         refuse(attrs, ADD_UNSUPPORTED)
@@ -106,9 +102,7 @@ class SearchInputSerializer(StrictSerializer):
     del _name
 
     def validate_top_k(self, value: int) -> int:
-        if value > settings.MAX_RECALL_K:
-            raise serializers.ValidationError(f"At most {settings.MAX_RECALL_K}.")
-        return value
+        return at_most(value, settings.MAX_RECALL_K)
 
     def validate(self, attrs):
         refuse(attrs, SEARCH_UNSUPPORTED)
@@ -149,9 +143,7 @@ class PageParamsSerializer(serializers.Serializer):
     page_size = serializers.IntegerField(required=False, min_value=1, default=100)
 
     def validate_page_size(self, value: int) -> int:
-        if value > settings.MAX_PAGE_SIZE:
-            raise serializers.ValidationError(f"At most {settings.MAX_PAGE_SIZE}.")
-        return value
+        return at_most(value, settings.MAX_PAGE_SIZE)
 
 
 class UpdateInputSerializer(StrictSerializer):
@@ -183,12 +175,8 @@ def _batch_serializer(item):
         memories = item(many=True, allow_empty=False)
 
         def validate_memories(self, value):
-            if len(value) > settings.MAX_BATCH_MESSAGES:
-                raise serializers.ValidationError(f"At most {settings.MAX_BATCH_MESSAGES} memories per batch.")
-            ids = [entry["memory_id"] for entry in value]
-            if len(set(ids)) != len(ids):
-                raise serializers.ValidationError("Each memory_id at most once per batch.")
-            return value
+            at_most(value, settings.MAX_BATCH_MESSAGES, "memories per batch")
+            return distinct_by(value, "memory_id", "Each memory_id at most once per batch.")
     return BatchInputSerializer
 
 

@@ -4,24 +4,30 @@ from django.urls import path, re_path
 from memory.mem0 import batch, views
 from memory.mem0.unsupported import not_supported
 
+
+def _served(route: str, view, name: str):
+    # Every name here carries the mem0- prefix, so none clashes with a name of /api/v1.
+    return path(route, view.as_view(), name=f"mem0-{name}")
+
+
 urlpatterns = [
-    path("v1/ping/", views.PingApi.as_view(), name="mem0-ping"),
-    path("v3/memories/add/", views.AddApi.as_view(), name="mem0-add"),
-    path("v3/memories/search/", views.SearchApi.as_view(), name="mem0-search"),
-    path("v3/memories/", views.ListApi.as_view(), name="mem0-list"),
-    path("v1/memories/", views.MemoriesApi.as_view(), name="mem0-delete-all"),
-    path("v1/memories/<str:memory_id>/", views.MemoryDetailApi.as_view(), name="mem0-memory"),
-    path("v1/memories/<str:memory_id>/history/", views.MemoryHistoryApi.as_view(), name="mem0-history"),
-    path("v1/event/<str:event_id>/", views.EventApi.as_view(), name="mem0-event"),
-    path("v1/entities/", views.EntitiesApi.as_view(), name="mem0-entities"),
+    _served("v1/ping/", views.PingApi, "ping"),
+    _served("v3/memories/add/", views.AddApi, "add"),
+    _served("v3/memories/search/", views.SearchApi, "search"),
+    _served("v3/memories/", views.ListApi, "list"),
+    _served("v1/memories/", views.MemoriesApi, "delete-all"),
+    _served("v1/memories/<str:memory_id>/", views.MemoryDetailApi, "memory"),
+    _served("v1/memories/<str:memory_id>/history/", views.MemoryHistoryApi, "history"),
+    _served("v1/event/<str:event_id>/", views.EventApi, "event"),
+    _served("v1/entities/", views.EntitiesApi, "entities"),
     path("v2/entities/<str:entity_type>/<str:name>/profile/",
          not_supported("User profiles", "memories are recalled per query; there is no generated profile")),
-    path("v2/entities/<str:entity_type>/<str:name>/", views.EntityDeleteApi.as_view(), name="mem0-entity-delete"),
+    _served("v2/entities/<str:entity_type>/<str:name>/", views.EntityDeleteApi, "entity-delete"),
     path("v1/events/", not_supported("Listing events", "read one add's status at /v1/event/<event_id>/")),
     path("v1/memories/search/", not_supported("v1 search", "use POST /v3/memories/search/")),
     path("v2/memories/", not_supported("v2 get_all", "use POST /v3/memories/")),
     path("v2/memories/search/", not_supported("v2 search", "use POST /v3/memories/search/")),
-    path("v1/batch/", batch.BatchApi.as_view(), name="mem0-batch"),
+    _served("v1/batch/", batch.BatchApi, "batch"),
     path("v1/exports/", not_supported("Memory exports")),
     path("v1/exports/get/", not_supported("Memory exports")),
     path("v1/summary/", not_supported("Export summaries")),

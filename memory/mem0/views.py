@@ -47,6 +47,13 @@ class Mem0Api(APIView):
     # Not in /api/schema/: these are Mem0's shapes, documented by Mem0 and in docs/mem0.md.
     schema = None
 
+    @staticmethod
+    def validated(serializer_class, data) -> dict:
+        """The serializer's validated data; a 400 in Mem0's shape (handle_exception) when it is invalid."""
+        serializer = serializer_class(data=data)
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data
+
     def handle_exception(self, exc):
         # The Mem0 client shows `detail`: name the field there too, not only in a nested body.
         if isinstance(exc, drf_serializers.ValidationError):
@@ -102,9 +109,7 @@ def _not_replayed(conversation: Conversation, user_id: str, messages: list[dict]
 
 class AddApi(Mem0Api):
     def post(self, request):
-        data = s.AddInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
+        v = self.validated(s.AddInputSerializer, request.data)
         filters = _entity_filters(v)
         if filters.dates:
             raise Mem0BadRequest("filters: date bounds mean nothing for an add.")
@@ -150,9 +155,7 @@ class AddApi(Mem0Api):
 
 class SearchApi(Mem0Api):
     def post(self, request):
-        data = s.SearchInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
+        v = self.validated(s.SearchInputSerializer, request.data)
         filters = _entity_filters(v)
         org = request.user.org
         user_id = acting_user(request.user, filters.user_id, "filters.user_id")
@@ -179,11 +182,8 @@ class SearchApi(Mem0Api):
 
 class ListApi(Mem0Api):
     def post(self, request):
-        page = s.PageParamsSerializer(data=request.query_params)
-        page.is_valid(raise_exception=True)
-        data = s.ListInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v, p = data.validated_data, page.validated_data
+        p = self.validated(s.PageParamsSerializer, request.query_params)
+        v = self.validated(s.ListInputSerializer, request.data)
         filters = parse_filters(v.get("filters"))
         if "start_date" in v:
             filters.dates.append(("created_at", "gte", parse_when(v["start_date"], "start_date")))
@@ -248,12 +248,11 @@ class MemoryDetailApi(Mem0Api):
 
     def put(self, request, memory_id: str):
         memory = _load(request, memory_id)
-        data = s.UpdateInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        v = self.validated(s.UpdateInputSerializer, request.data)
         if memory.status != MemoryStatus.ACTIVE:
             return Response({"detail": f"Memory is {memory.status}; only active memories can be updated."}, status=409)
         try:
-            memory = _update(request, memory, data.validated_data)
+            memory = _update(request, memory, v)
         except ValueError:  # lost a race with a supersede or forget
             return Response({"detail": "Memory is no longer active; only active memories can be updated."}, status=409)
         return Response({**_results([memory])[0], "message": "Memory updated successfully!"})

@@ -9,7 +9,7 @@ from functools import lru_cache
 
 import memory.subjects.vocabulary as V
 from memory.extraction.timeexpr import find_times
-from memory.subjects.statement import StatementParts, assemble
+from memory.subjects.statement import PartsFound, StatementParts
 
 __all__ = ["parse_en"]
 
@@ -119,12 +119,7 @@ def _en_delivery(words: list[str]) -> _Delivery | None:
 
 
 def parse_en(text: str) -> StatementParts:
-    terms: list[str] = []
-    heads: set[str] = set()
-    idents: set[str] = set()
-    values: list[str] = []
-    old_values: list[str] = []
-    preds: set[str] = set()
+    found = PartsFound(lang="en", weak_words=V.EN_WEAK)
     body = re.sub(r"\b(Dr|Mr|Mrs|Ms|No|St|Prof|Nr)\.", r"\1", text.strip()).rstrip(".!?。 ")
     masked = body
     lower = f" {text.lower()} "
@@ -137,7 +132,7 @@ def parse_en(text: str) -> StatementParts:
         low = f" {clause.lower()} "
         negated = any(n in low for n in V.EN_NEGATION)
         if negated and multi:
-            old_values.extend(w.lower() for w in words if w.lower() not in _EN_STOP and w.lower() not in _EN_PREP_STOP
+            found.old_values.extend(w.lower() for w in words if w.lower() not in _EN_STOP and w.lower() not in _EN_PREP_STOP
                               and not any(w.lower() in n for n in V.EN_NEGATION))
             continue
         delivery = _en_delivery(words)
@@ -150,33 +145,33 @@ def parse_en(text: str) -> StatementParts:
             if low_w in ("no", "#", "number") and j + 1 < len(words) and _EN_NUMBERISH.search(words[j + 1]):
                 continue
             if _EN_NUMBER_WORD.fullmatch(low_w):
-                values.append(low_w)
+                found.values.append(low_w)
                 continue
             if _EN_NUMBERISH.search(word):
                 prev = words[j - 1].lower() if j else ""
                 if prev in ("no", "#", "number") or re.search(r"[A-Za-z]", word):
-                    idents.add(low_w)
+                    found.idents.add(low_w)
                 else:
-                    values.append(low_w)
+                    found.values.append(low_w)
                 continue
             if low_w in _EN_STOP or low_w in _EN_PREP_STOP or not word[0].isalpha():
                 continue
             clause_terms.append(_en_canon(word))
         if delivery is not None:
-            preds.add(V.DEST)
+            found.preds.add(V.DEST)
             obj = [_en_canon(w) for w in delivery.obj]
             phrase = " ".join(delivery.value)
-            values.append(V.EN_CHANNEL_VERBS[phrase.lower()] if delivery.channel_verb else phrase.lower())
+            found.values.append(V.EN_CHANNEL_VERBS[phrase.lower()] if delivery.channel_verb else phrase.lower())
             masked = masked.replace(phrase, V.EN_PLACEHOLDER, 1)
             strong = [t for t in clause_terms if t not in V.EN_WEAK]
             # The thing sent is the attribute; "invoices go to …" names it before the verb.
             obj_strong = [t for t in obj if t not in V.EN_WEAK]
-            heads.add(obj_strong[-1] if obj_strong else strong[-1] if strong else f"@{V.DEST}")
-            terms.extend(clause_terms + obj)
+            found.heads.add(obj_strong[-1] if obj_strong else strong[-1] if strong else f"@{V.DEST}")
+            found.terms.extend(clause_terms + obj)
             continue
         if marker_at is not None:
             pred, span = marker_at[1]
-            preds.add(pred)
+            found.preds.add(pred)
             i = marker_at[0] + span
             if pred == "change" and words[marker_at[0]].lower() in _EN_CHANGE_VERBS:
                 # "switched our CRM to HubSpot": the words before "to" name the subject.
@@ -215,29 +210,28 @@ def parse_en(text: str) -> StatementParts:
                 nouns.append(_en_canon(value.pop()))
             if value:
                 phrase = " ".join(value)
-                values.append(phrase.lower())
+                found.values.append(phrase.lower())
                 masked = masked.replace(phrase, V.EN_PLACEHOLDER, 1)
             clause_terms.extend(nouns)
             after = [_en_canon(w) for w in words[i:] if w[0].isalpha() and w.lower() not in _EN_STOP
                      and w.lower() not in _EN_PREP_STOP]
             clause_terms.extend(after)
             if nouns and (pred == "have" or not strong):
-                heads.add(nouns[-1])
+                found.heads.add(nouns[-1])
             elif strong:
-                heads.add(strong[-1])
+                found.heads.add(strong[-1])
             elif after:
-                heads.add(after[0])
+                found.heads.add(after[0])
             elif pred == "loc":
-                heads.add("address")  # "I live in Boston" / "I moved to Seattle": where the user lives
+                found.heads.add("address")  # "I live in Boston" / "I moved to Seattle": where the user lives
             elif pred == "be" and words[marker_at[0]].lower() not in _EN_COPULA:
-                heads.add("@" + _en_canon(words[marker_at[0]]))  # "I drive a Civic": the verb is the attribute
+                found.heads.add("@" + _en_canon(words[marker_at[0]]))  # "I drive a Civic": the verb is the attribute
             else:
-                heads.add(f"@{pred}")
+                found.heads.add(f"@{pred}")
         else:
             strong = [t for t in clause_terms if t not in V.EN_WEAK]
             if strong:
-                heads.add(strong[-1])
-        terms.extend(clause_terms)
-    return assemble(lang="en", terms=terms, weak_words=V.EN_WEAK, heads=heads, idents=idents, values=values,
-                    old_values=old_values, preds=preds, cue=cue, masked=masked)
+                found.heads.add(strong[-1])
+        found.terms.extend(clause_terms)
+    return found.parts(cue=cue, masked=masked)
 

@@ -8,7 +8,7 @@ from datetime import datetime
 import memory.subjects.vocabulary as V
 from conversations.textutil import pos_cut
 from memory.extraction.timeexpr import find_times
-from memory.subjects.statement import StatementParts, assemble
+from memory.subjects.statement import PartsFound, StatementParts
 
 __all__ = ["parse_zh"]
 
@@ -153,12 +153,7 @@ def clause_flags(clause: list[tuple[str, str]], word: str) -> str:
 
 def parse_zh(text: str) -> StatementParts:
     tokens = pos_cut(text)
-    terms: list[str] = []
-    heads: set[str] = set()
-    idents: set[str] = set()
-    values: list[str] = []
-    old_values: list[str] = []
-    preds: set[str] = set()
+    found = PartsFound(lang="zh", weak_words=V.ZH_WEAK)
     masked = text
     cue = any(c in text for c in V.ZH_CHANGE_CUES)
     clauses = _zh_clauses(tokens)
@@ -178,7 +173,7 @@ def parse_zh(text: str) -> StatementParts:
                 if word in _ZH_STOP or any(word in n or n in word for n in V.ZH_NEGATION) or flag.startswith(("d", "u")):
                     continue
                 if _nominal(flag) or flag.startswith("v"):
-                    old_values.append(word)
+                    found.old_values.append(word)
             continue
         pre_end = marker_at[0] if marker_at else len(clause)
         clause_terms: list[str] = []
@@ -187,18 +182,18 @@ def parse_zh(text: str) -> StatementParts:
             word, flag = clause[j]
             nxt = clause[j + 1][0] if j + 1 < len(clause) else ""
             if _ZH_IDENT.match(word) and (nxt in ("号", "#") or word.endswith("号") or re.search(r"[A-Za-z]", word)):
-                idents.add(word.rstrip("号"))
+                found.idents.add(word.rstrip("号"))
                 continue
             if word == "号":
                 continue
             if flag in ("ns", "nt") and j + 1 < pre_end and _nominal(clause[j + 1][1]) and not clause[j + 1][1].startswith("ns"):
                 # "浦东线" / "嘉定仓": a place name picking one of several things out, like "1号".
-                idents.add(word)
+                found.idents.add(word)
                 continue
             if word in _ZH_STOP or flag in _ZH_DROP_FLAGS or flag.startswith("r") or word in V.ZH_MARKERS:
                 continue
             if flag.startswith("m") or flag == "eng" and re.search(r"\d", word):
-                values.append(word)  # a number before the marker is a value ("每天7点提醒我")
+                found.values.append(word)  # a number before the marker is a value ("每天7点提醒我")
                 masked = masked.replace(word, V.ZH_PLACEHOLDER, 1)
                 continue
             clause_terms.append(_zh_canon(word))
@@ -207,7 +202,7 @@ def parse_zh(text: str) -> StatementParts:
         strong = [t for t in clause_terms if t not in V.ZH_WEAK]
         if marker_at is not None:
             pred, span = marker_at[1]
-            preds.add(pred)
+            found.preds.add(pred)
             value, nouns, end = _zh_value_run(clause, marker_at[0] + span, pred)
             tail = [w for w, f in clause[end + 1:] if _nominal(f)] if end < len(clause) and clause[end][0] == "的" else []
             if pred == "be" and strong and value and tail and not re.search(r"[\dA-Za-z]", "".join(value)):
@@ -215,19 +210,19 @@ def parse_zh(text: str) -> StatementParts:
             # or Latin letters is a specification of the noun after 的, never its owner
             # ("用的是15W-40的机油": the oil is the attribute, 15W-40 its value).
                 raw = [w for w, _ in clause[:marker_at[0]] if _zh_canon(w) in strong]
-                values.append("".join(raw))
+                found.values.append("".join(raw))
                 for word in raw:
                     masked = masked.replace(word, V.ZH_PLACEHOLDER, 1)
                 clause_terms = [_zh_canon(w) for w in value + tail]
-                heads.add(_zh_canon(tail[-1]))
-                terms.extend(clause_terms)
+                found.heads.add(_zh_canon(tail[-1]))
+                found.terms.extend(clause_terms)
                 continue
             if len(value) >= 2 and clause_flags(clause, value[-1]) == "n" and pred != "have" and not strong:
                 # "喜欢喝美式咖啡" / "是刘医生": the last common noun names the attribute.
                 nouns.append(value.pop())
             if value:
                 text_value = "".join(value)
-                values.append(text_value)
+                found.values.append(text_value)
                 masked = masked.replace(text_value, V.ZH_PLACEHOLDER, 1)
             for noun in nouns:
                 clause_terms.append(_zh_canon(noun))
@@ -237,24 +232,23 @@ def parse_zh(text: str) -> StatementParts:
                      and w not in V.ZH_MARKERS]
             clause_terms.extend(w for w, _ in after)
             if nouns and (pred == "have" or not strong):
-                heads.add(_zh_canon(nouns[-1]))
+                found.heads.add(_zh_canon(nouns[-1]))
             elif pred in (V.LOC, V.DEST) and pre_nouns:
                 # "验收单拍照发我微信" / "发票以后统一传到…": what is placed or sent is the attribute,
                 # not the verbs around it.
-                heads.add(pre_nouns[-1])
+                found.heads.add(pre_nouns[-1])
             elif strong:
-                heads.add(strong[-1])
+                found.heads.add(strong[-1])
             elif after:
-                heads.add(after[0][0])
+                found.heads.add(after[0][0])
             else:
-                heads.add("地址" if pred == "loc" else f"@{pred}")  # "我住在杭州": where the user lives
+                found.heads.add("地址" if pred == "loc" else f"@{pred}")  # "我住在杭州": where the user lives
         else:
             # A clause without a value names its attribute only with a noun ("帮我设一下" names none).
             nouns = [_zh_canon(w) for w, f in clause if f.startswith(("n", "vn", "eng", "j")) and not f.startswith("nr")
                      and _zh_canon(w) in strong]
             if nouns:
-                heads.add(nouns[-1])
-        terms.extend(clause_terms)
-    return assemble(lang="zh", terms=terms, weak_words=V.ZH_WEAK, heads=heads, idents=idents, values=values,
-                    old_values=old_values, preds=preds, cue=cue, masked=masked)
+                found.heads.add(nouns[-1])
+        found.terms.extend(clause_terms)
+    return found.parts(cue=cue, masked=masked)
 

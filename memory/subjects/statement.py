@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["StatementParts", "norm_value"]
+__all__ = ["PartsFound", "StatementParts", "norm_value"]
 
 
 @dataclass(frozen=True)
@@ -35,13 +35,24 @@ def norm_value(text: str) -> str:
     return re.sub(r"[\s，,。.！!？?；;：:、\"'“”‘’()（）-]+", "", text).casefold()
 
 
-def assemble(*, lang: str, terms: list[str], weak_words, heads: set[str], idents: set[str], values: list[str],
-             old_values: list[str], preds: set[str], cue: bool, masked: str) -> StatementParts:
-    """The parts as both language walkers hand them over: terms deduplicated in order, the weak ones
-    marked, values and old values normalised (empty ones dropped)."""
-    def normed(raw: list[str]) -> tuple[str, ...]:
-        return tuple(n for n in (norm_value(v) for v in raw) if n)
+class PartsFound:
+    """What a language walker gathers, clause by clause; ``parts()`` hands it over: terms deduplicated
+    in order, the weak ones marked, values and old values normalised (empty ones dropped)."""
 
-    return StatementParts(lang=lang, terms=tuple(dict.fromkeys(terms)), weak=frozenset(t for t in terms if t in weak_words),
-                          heads=frozenset(heads), idents=frozenset(idents), values=normed(values),
-                          old_values=normed(old_values), preds=frozenset(preds), cue=cue, masked=masked)
+    def __init__(self, *, lang: str, weak_words) -> None:
+        self.lang, self.weak_words = lang, weak_words
+        self.terms: list[str] = []
+        self.heads: set[str] = set()
+        self.idents: set[str] = set()
+        self.values: list[str] = []
+        self.old_values: list[str] = []
+        self.preds: set[str] = set()
+
+    def parts(self, *, cue: bool, masked: str) -> StatementParts:
+        def normed(raw: list[str]) -> tuple[str, ...]:
+            return tuple(n for n in (norm_value(v) for v in raw) if n)
+
+        return StatementParts(lang=self.lang, terms=tuple(dict.fromkeys(self.terms)),
+                              weak=frozenset(t for t in self.terms if t in self.weak_words), heads=frozenset(self.heads),
+                              idents=frozenset(self.idents), values=normed(self.values), old_values=normed(self.old_values),
+                              preds=frozenset(self.preds), cue=cue, masked=masked)

@@ -76,8 +76,14 @@ EN_WEAK = set("way method kind type main primari default prefer usual set thing 
 # Value markers: what follows states the value. The class says what kind of statement it is, so
 # "农场在齐齐哈尔" (where) and "农场有三台收割机" (how many) never share a subject.
 BE, LOC, HAVE, NAME, CHANGE = "be", "loc", "have", "name", "change"
-ZH_MARKERS: dict[str, str] = {}
-for _words, _cls in (
+
+
+def _classes(groups: tuple[tuple[str, str], ...], sep: str | None = None) -> dict[str, str]:
+    """Each word (or phrase, split on ``sep``) of a group -> the group's class; a later group wins."""
+    return {word: cls for words, cls in groups for word in words.split(sep)}
+
+
+ZH_MARKERS: dict[str, str] = _classes((
     ("是 为 就是 都是 还是 用 使用 采用 改用 换用 通过 走 选 选择 优先选 选用 定为 设为 设成 设置为 设置成 "
      "喜欢 偏好 偏爱 爱 习惯 倾向 要 需要 控制在 保持在 定在 安排在", BE),
     ("在 住在 位于 坐落在 坐落于 设在 搬到 搬去 搬迁到 迁到 落户在 住 放在 存放在 放到 挪到 移到 转移到 "
@@ -86,12 +92,9 @@ for _words, _cls in (
     ("叫 名叫 叫做 姓 称为", NAME),
     ("改成 改为 改到 换成 换为 换到 切换到 切换成 切到 变成 变为 更新为 更新成 调整为 调整成 调整到 调成 调到 "
      "升级到 升级为 升级成 替换成 替换为 迁移到 迁移至 转到 改 换", CHANGE),
-):
-    for _w in _words.split():
-        ZH_MARKERS[_w] = _cls
-
-EN_MARKERS: dict[str, str] = {}
-for _words, _cls in (
+))
+# English markers are phrases ("is set to"), so they are listed with "|" between them.
+EN_MARKERS: dict[str, str] = _classes((
     ("is|are|am|was|were|be|=|use|uses|using|used|via|through|prefer|prefers|preferred|like|likes|choose|"
      "chose|pick|want|wants|drink|drinks|eat|eats|drive|drives|runs on|run on|set to|is set to|by|as", BE),
     ("in|at|is in|are in|is at|located at|based at|live in|lives in|living in|located in|based in|moved to|move to|"
@@ -100,9 +103,7 @@ for _words, _cls in (
     ("called|named|name is|go by|is called|are called|is named", NAME),
     ("switched to|switch to|changed to|change to|changed it to|changed that to|moved over to|upgraded to|"
      "replaced with|replaced by|migrated to|became|become|switched|changed|upgraded|migrated|replaced|moved|move", CHANGE),
-):
-    for _w in _words.split("|"):
-        EN_MARKERS[_w] = _cls
+), sep="|")
 
 # Delivery: where a thing is sent is the value, the thing sent is the attribute ("验收单发我微信",
 # "报表放到共享盘里", "email me the receipts", "invoices go to the portal"). A delivery verb followed

@@ -44,6 +44,7 @@ import numpy as np
 
 __all__ = [
     "FilterBuilder",
+    "QdrantFilters",
     "KEYWORD_INDEX_FIELDS",
     "INTEGER_INDEX_FIELDS",
     "TENANT_FIELD",
@@ -88,7 +89,13 @@ class VectorIndex(ABC):
     """A vector store with named collections and a live-collection pointer.
 
     ``collection=None`` always means the live collection.
+
+    search(), scroll() and count() are the same for every backend: translate the filter language,
+    ask the backend, turn its points into hits. They live here; an adapter gives its filter builder
+    (``filter_builder``) and the backend calls (``_query``, ``_resolve_name``, ``_scroll_page``, ``_count``).
     """
+
+    filter_builder: FilterBuilder[Any, Any]
 
     @abstractmethod
     def ensure_collection(self, name: str, dim: int) -> None:
@@ -104,7 +111,6 @@ class VectorIndex(ABC):
     def delete(self, point_ids: list[int], *, collection: str | None = None) -> None:
         """Delete points; ids that are not there are ignored."""
 
-    @abstractmethod
     def search(
         self,
         vector: np.ndarray | Sequence[float],
@@ -113,9 +119,11 @@ class VectorIndex(ABC):
         limit: int,
         collection: str | None = None,
         with_payload: bool = True,
-    ) -> list[VectorHit]: ...
+    ) -> list[VectorHit]:
+        flt = build_filter(filters, self.filter_builder)
+        scored = self._query(vector, flt, limit=limit, collection=collection, with_payload=with_payload)
+        return [VectorHit(int(p.id), float(p.score), dict(p.payload or {})) for p in scored]
 
-    @abstractmethod
     def scroll(
         self,
         *,
@@ -124,9 +132,18 @@ class VectorIndex(ABC):
         batch: int = 1000,
     ) -> Iterator[tuple[int, dict[str, Any]]]:
         """Yield (point id, payload) for every matching point, for reconciliation with MySQL."""
+        flt = build_filter(filters, self.filter_builder)
+        name = self._resolve_name(collection)  # pin the collection: the live pointer may move mid-scroll
+        offset: Any = None
+        while True:
+            records, offset = self._scroll_page(name, flt, offset=offset, limit=batch)
+            for record in records:
+                yield int(record.id), dict(record.payload or {})
+            if offset is None:
+                return
 
-    @abstractmethod
-    def count(self, *, collection: str | None = None, filters: Mapping[str, Any] | None = None) -> int: ...
+    def count(self, *, collection: str | None = None, filters: Mapping[str, Any] | None = None) -> int:
+        return self._count(collection, build_filter(filters, self.filter_builder))
 
     @abstractmethod
     def live_collection(self) -> str | None: ...
@@ -147,6 +164,24 @@ class VectorIndex(ABC):
 
     def optimize(self, *, collection: str | None = None) -> None:
         """Build vector indexes after a bulk load. A server optimises in the background: no-op."""
+
+    # ---------------------------------------------------------------- the backend calls
+
+    @abstractmethod
+    def _query(self, vector: np.ndarray | Sequence[float], flt: Any, *, limit: int, collection: str | None,
+               with_payload: bool) -> Sequence[Any]:
+        """The nearest points, best first, as the backend returns them (``id``, ``score``, ``payload``)."""
+
+    @abstractmethod
+    def _resolve_name(self, collection: str | None) -> str:
+        """The collection a call reaches: ``collection`` itself, or the one the live pointer names now."""
+
+    @abstractmethod
+    def _scroll_page(self, name: str, flt: Any, *, offset: Any, limit: int) -> tuple[Sequence[Any], Any]:
+        """One page of points (``id``, ``payload``) and the offset of the next page (None after the last)."""
+
+    @abstractmethod
+    def _count(self, collection: str | None, flt: Any) -> int: ...
 
 
 # --------------------------------------------------------------------------------------------
@@ -197,6 +232,28 @@ class FilterBuilder(ABC, Generic[F, C]):
 
     @abstractmethod
     def combine(self, must: list[C], must_not: list[C]) -> F: ...
+
+
+class QdrantFilters(FilterBuilder[Any, Any]):
+    """The filter language in Qdrant's models. qdrant-client (``qdrant_client.models``) and qdrant-edge
+    (``qdrant_edge``) name them alike, so one builder serves both: ``models`` is the module and
+    ``range_type`` its float range (``Range``, ``RangeFloat``)."""
+
+    def __init__(self, models: Any, range_type: type) -> None:
+        self._models = models
+        self._range_type = range_type
+
+    def eq(self, key: str, value: str | int | bool) -> Any:
+        return self._models.FieldCondition(key=key, match=self._models.MatchValue(value=value))
+
+    def any_of(self, key: str, values: list[str] | list[int]) -> Any:
+        return self._models.FieldCondition(key=key, match=self._models.MatchAny(any=values))
+
+    def range(self, key: str, bounds: dict[str, float]) -> Any:
+        return self._models.FieldCondition(key=key, range=self._range_type(**bounds))
+
+    def combine(self, must: list[Any], must_not: list[Any]) -> Any:
+        return self._models.Filter(must=must or None, must_not=must_not or None)
 
 
 def build_filter(filters: Mapping[str, Any] | None, builder: FilterBuilder[F, C]) -> F | None:

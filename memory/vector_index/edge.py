@@ -25,7 +25,7 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -33,20 +33,8 @@ from typing import Any
 import numpy as np
 import qdrant_edge as qe
 
-from memory.vector_index.base import (
-    INTEGER_INDEX_FIELDS,
-    KEYWORD_INDEX_FIELDS,
-    TENANT_FIELD,
-    FilterBuilder,
-    VectorHit,
-    VectorIndex,
-    VectorIndexUnavailable,
-    VectorPoint,
-    build_filter,
-    check_collection_name,
-    check_point_id,
-    vector_as_list,
-)
+from memory.vector_index import base
+from memory.vector_index.base import VectorIndex, VectorIndexUnavailable, VectorPoint
 
 __all__ = ["EdgeVectorIndex"]
 
@@ -57,25 +45,13 @@ LIVE_FILE = "LIVE.json"
 _SHARD_MARKER = "edge_config.json"
 
 
-class _EdgeFilters(FilterBuilder[qe.Filter, qe.FieldCondition]):
+class _EdgeFilters(base.QdrantFilters):
     def eq(self, key: str, value: str | int | bool) -> qe.FieldCondition:
         if isinstance(value, bool):
             # qdrant-edge 0.9.0 converts a Python bool to the int 1/0 (bool subclasses int), which
             # never matches a JSON true/false; numpy's bool_ is not an int and arrives as a bool.
             return qe.FieldCondition(key=key, match=qe.MatchValue(np.bool_(value)))
-        return qe.FieldCondition(key=key, match=qe.MatchValue(value))
-
-    def any_of(self, key: str, values: list[str] | list[int]) -> qe.FieldCondition:
-        return qe.FieldCondition(key=key, match=qe.MatchAny(any=values))
-
-    def range(self, key: str, bounds: dict[str, float]) -> qe.FieldCondition:
-        return qe.FieldCondition(key=key, range=qe.RangeFloat(**bounds))
-
-    def combine(self, must: list[qe.FieldCondition], must_not: list[qe.FieldCondition]) -> qe.Filter:
-        return qe.Filter(must=must or None, must_not=must_not or None)
-
-
-_FILTERS = _EdgeFilters()
+        return super().eq(key, value)
 
 
 class _OpenShard:
@@ -87,6 +63,8 @@ class _OpenShard:
 
 
 class EdgeVectorIndex(VectorIndex):
+    filter_builder = _EdgeFilters(qe, qe.RangeFloat)
+
     def __init__(self, path: str | Path) -> None:
         self._root = Path(path)
         self._root.mkdir(parents=True, exist_ok=True)
@@ -103,7 +81,7 @@ class EdgeVectorIndex(VectorIndex):
     # ---------------------------------------------------------------- collections
 
     def ensure_collection(self, name: str, dim: int) -> None:
-        check_collection_name(name)
+        base.check_collection_name(name)
         if dim <= 0:
             raise ValueError(f"dim must be positive, got {dim}")
         with self._lock:
@@ -129,7 +107,7 @@ class EdgeVectorIndex(VectorIndex):
                 return sorted(p.name for p in self._root.iterdir() if (p / _SHARD_MARKER).exists())
 
     def drop_collection(self, name: str) -> None:
-        check_collection_name(name)
+        base.check_collection_name(name)
         with self._lock:
             self._check_open()
             opened = self._shards.pop(name, None)
@@ -164,7 +142,7 @@ class EdgeVectorIndex(VectorIndex):
             return self._live
 
     def set_live(self, name: str) -> None:
-        check_collection_name(name)
+        base.check_collection_name(name)
         with self._lock:
             self._check_open()
             if name not in self._shards and not (self._root / name / _SHARD_MARKER).exists():
@@ -182,7 +160,7 @@ class EdgeVectorIndex(VectorIndex):
         with self._lock:
             opened = self._resolve(collection)
             edge_points = [
-                qe.Point(check_point_id(p.point_id), vector_as_list(p.vector, opened.dim), dict(p.payload))
+                qe.Point(base.check_point_id(p.point_id), base.vector_as_list(p.vector, opened.dim), dict(p.payload))
                 for p in points
             ]
             with _unavailable_on_error("upsert"):
@@ -191,60 +169,36 @@ class EdgeVectorIndex(VectorIndex):
     def delete(self, point_ids: list[int], *, collection: str | None = None) -> None:
         if not point_ids:
             return
-        ids = [check_point_id(i) for i in point_ids]
+        ids = [base.check_point_id(i) for i in point_ids]
         with self._lock:
             opened = self._resolve(collection)
             with _unavailable_on_error("delete"):
                 opened.shard.update(qe.UpdateOperation.delete_points(ids))
 
-    def search(
-        self,
-        vector: np.ndarray | Sequence[float],
-        *,
-        filters: Mapping[str, Any],
-        limit: int,
-        collection: str | None = None,
-        with_payload: bool = True,
-    ) -> list[VectorHit]:
-        flt = build_filter(filters, _FILTERS)
+    def _query(self, vector: np.ndarray | Sequence[float], flt: qe.Filter | None, *, limit: int, collection: str | None,
+               with_payload: bool) -> list[qe.ScoredPoint]:
         with self._lock:
             opened = self._resolve(collection)
             request = qe.QueryRequest(
                 limit=limit,
-                query=qe.Query.Nearest(vector_as_list(vector, opened.dim)),
+                query=qe.Query.Nearest(base.vector_as_list(vector, opened.dim)),
                 filter=flt,
                 with_payload=with_payload,
                 with_vector=False,
             )
             with _unavailable_on_error("search"):
-                scored = opened.shard.query(request)
-        return [VectorHit(int(p.id), float(p.score), dict(p.payload or {})) for p in scored]
+                return opened.shard.query(request)
 
-    def scroll(
-        self,
-        *,
-        collection: str | None = None,
-        filters: Mapping[str, Any] | None = None,
-        batch: int = 1000,
-    ) -> Iterator[tuple[int, dict[str, Any]]]:
-        flt = build_filter(filters, _FILTERS)
-        name = self._resolve_name(collection)  # pin the collection: the live pointer may move mid-scroll
-        offset: Any = None
-        while True:
-            # The lock is taken per page, never across a yield, so a slow consumer blocks nobody.
-            with self._lock:
-                opened = self._resolve(name)
-                with _unavailable_on_error("scroll"):
-                    records, offset = opened.shard.scroll(
-                        qe.ScrollRequest(offset=offset, limit=batch, filter=flt, with_payload=True, with_vector=False)
-                    )
-            for record in records:
-                yield int(record.id), dict(record.payload or {})
-            if offset is None:
-                return
+    def _scroll_page(self, name: str, flt: qe.Filter | None, *, offset: Any, limit: int) -> tuple[list[qe.Record], Any]:
+        # The lock is taken per page, never across a yield, so a slow consumer blocks nobody.
+        with self._lock:
+            opened = self._resolve(name)
+            with _unavailable_on_error("scroll"):
+                return opened.shard.scroll(
+                    qe.ScrollRequest(offset=offset, limit=limit, filter=flt, with_payload=True, with_vector=False)
+                )
 
-    def count(self, *, collection: str | None = None, filters: Mapping[str, Any] | None = None) -> int:
-        flt = build_filter(filters, _FILTERS)
+    def _count(self, collection: str | None, flt: qe.Filter | None) -> int:
         with self._lock:
             opened = self._resolve(collection)
             with _unavailable_on_error("count"):
@@ -303,7 +257,7 @@ class EdgeVectorIndex(VectorIndex):
         opened = self._shards.get(name)
         if opened is not None:
             return opened
-        check_collection_name(name)
+        base.check_collection_name(name)
         path = self._root / name
         if not (path / _SHARD_MARKER).exists():
             raise VectorIndexUnavailable(f"collection {name} does not exist")
@@ -317,11 +271,11 @@ class EdgeVectorIndex(VectorIndex):
     def _ensure_payload_indexes(shard: qe.EdgeShard) -> None:
         with _unavailable_on_error("create payload indexes"):
             existing = set(shard.info().payload_schema)
-            for field in KEYWORD_INDEX_FIELDS:
+            for field in base.KEYWORD_INDEX_FIELDS:
                 if field not in existing:
-                    params = qe.KeywordIndexParams(is_tenant=field == TENANT_FIELD)
+                    params = qe.KeywordIndexParams(is_tenant=field == base.TENANT_FIELD)
                     shard.update(qe.UpdateOperation.create_field_index(field, params))
-            for field in INTEGER_INDEX_FIELDS:
+            for field in base.INTEGER_INDEX_FIELDS:
                 if field not in existing:
                     params = qe.IntegerIndexParams(lookup=True, range=False)
                     shard.update(qe.UpdateOperation.create_field_index(field, params))

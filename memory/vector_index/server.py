@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -23,20 +23,8 @@ from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from memory.vector_index.base import (
-    INTEGER_INDEX_FIELDS,
-    KEYWORD_INDEX_FIELDS,
-    TENANT_FIELD,
-    FilterBuilder,
-    VectorHit,
-    VectorIndex,
-    VectorIndexUnavailable,
-    VectorPoint,
-    build_filter,
-    check_collection_name,
-    check_point_id,
-    vector_as_list,
-)
+from memory.vector_index import base
+from memory.vector_index.base import VectorIndex, VectorIndexUnavailable, VectorPoint
 
 __all__ = ["QdrantServerIndex"]
 
@@ -46,24 +34,9 @@ logger = logging.getLogger(__name__)
 _RETRYABLE_STATUS = frozenset({404, 408, 409, 423, 429})
 
 
-class _ServerFilters(FilterBuilder[qm.Filter, qm.FieldCondition]):
-    def eq(self, key: str, value: str | int | bool) -> qm.FieldCondition:
-        return qm.FieldCondition(key=key, match=qm.MatchValue(value=value))
-
-    def any_of(self, key: str, values: list[str] | list[int]) -> qm.FieldCondition:
-        return qm.FieldCondition(key=key, match=qm.MatchAny(any=values))
-
-    def range(self, key: str, bounds: dict[str, float]) -> qm.FieldCondition:
-        return qm.FieldCondition(key=key, range=qm.Range(**bounds))
-
-    def combine(self, must: list[qm.FieldCondition], must_not: list[qm.FieldCondition]) -> qm.Filter:
-        return qm.Filter(must=must or None, must_not=must_not or None)
-
-
-_FILTERS = _ServerFilters()
-
-
 class QdrantServerIndex(VectorIndex):
+    filter_builder = base.QdrantFilters(qm, qm.Range)
+
     def __init__(
         self,
         url: str,
@@ -72,7 +45,7 @@ class QdrantServerIndex(VectorIndex):
         live_alias: str = "memories",
         timeout: int = 5,
     ) -> None:
-        check_collection_name(live_alias)
+        base.check_collection_name(live_alias)
         self._alias = live_alias
         self._local = url == ":memory:"
         if self._local:
@@ -89,7 +62,7 @@ class QdrantServerIndex(VectorIndex):
     # ---------------------------------------------------------------- collections
 
     def ensure_collection(self, name: str, dim: int) -> None:
-        check_collection_name(name)
+        base.check_collection_name(name)
         if dim <= 0:
             raise ValueError(f"dim must be positive, got {dim}")
         with self._guard(f"ensure collection {name}"):
@@ -117,7 +90,7 @@ class QdrantServerIndex(VectorIndex):
             return sorted(c.name for c in self._client.get_collections().collections)
 
     def drop_collection(self, name: str) -> None:
-        check_collection_name(name)
+        base.check_collection_name(name)
         with self._guard(f"drop collection {name}"):
             # Remove our alias explicitly rather than rely on the server dropping it with the collection.
             if self._live_target() == name:
@@ -133,7 +106,7 @@ class QdrantServerIndex(VectorIndex):
             return self._live_target()
 
     def set_live(self, name: str) -> None:
-        check_collection_name(name)
+        base.check_collection_name(name)
         with self._guard(f"set live collection {name}"):
             if not self._client.collection_exists(name):
                 raise ValueError(f"collection {name} does not exist")
@@ -153,7 +126,7 @@ class QdrantServerIndex(VectorIndex):
         if not points:
             return
         structs = [
-            qm.PointStruct(id=check_point_id(p.point_id), vector=vector_as_list(p.vector), payload=dict(p.payload))
+            qm.PointStruct(id=base.check_point_id(p.point_id), vector=base.vector_as_list(p.vector), payload=dict(p.payload))
             for p in points
         ]
         with self._guard("upsert"):
@@ -162,21 +135,13 @@ class QdrantServerIndex(VectorIndex):
     def delete(self, point_ids: list[int], *, collection: str | None = None) -> None:
         if not point_ids:
             return
-        ids = [check_point_id(i) for i in point_ids]
+        ids = [base.check_point_id(i) for i in point_ids]
         with self._guard("delete"):
             self._client.delete(self._target(collection), points_selector=qm.PointIdsList(points=ids), wait=True)
 
-    def search(
-        self,
-        vector: np.ndarray | Sequence[float],
-        *,
-        filters: Mapping[str, Any],
-        limit: int,
-        collection: str | None = None,
-        with_payload: bool = True,
-    ) -> list[VectorHit]:
-        flt = build_filter(filters, _FILTERS)
-        query = vector_as_list(vector)
+    def _query(self, vector: np.ndarray | Sequence[float], flt: qm.Filter | None, *, limit: int, collection: str | None,
+               with_payload: bool) -> list[qm.ScoredPoint]:
+        query = base.vector_as_list(vector)
         with self._guard("search"):
             response = self._client.query_points(
                 self._target(collection),
@@ -186,34 +151,21 @@ class QdrantServerIndex(VectorIndex):
                 with_payload=with_payload,
                 with_vectors=False,
             )
-        return [VectorHit(int(p.id), float(p.score), dict(p.payload or {})) for p in response.points]
+        return response.points
 
-    def scroll(
-        self,
-        *,
-        collection: str | None = None,
-        filters: Mapping[str, Any] | None = None,
-        batch: int = 1000,
-    ) -> Iterator[tuple[int, dict[str, Any]]]:
-        flt = build_filter(filters, _FILTERS)
+    def _resolve_name(self, collection: str | None) -> str:
         with self._guard("read aliases"):
-            # Pin the real collection: the alias may move to a new collection mid-scroll.
-            name = check_collection_name(collection) if collection is not None else self._live_target()
+            # The real collection, not the alias: the alias may move to a new collection mid-scroll.
+            name = base.check_collection_name(collection) if collection is not None else self._live_target()
         if name is None:
             raise VectorIndexUnavailable("no live collection is set")
-        offset: Any = None
-        while True:
-            with self._guard("scroll"):
-                records, offset = self._client.scroll(
-                    name, scroll_filter=flt, limit=batch, offset=offset, with_payload=True, with_vectors=False
-                )
-            for record in records:
-                yield int(record.id), dict(record.payload or {})
-            if offset is None:
-                return
+        return name
 
-    def count(self, *, collection: str | None = None, filters: Mapping[str, Any] | None = None) -> int:
-        flt = build_filter(filters, _FILTERS)
+    def _scroll_page(self, name: str, flt: qm.Filter | None, *, offset: Any, limit: int) -> tuple[list[qm.Record], Any]:
+        with self._guard("scroll"):
+            return self._client.scroll(name, scroll_filter=flt, limit=limit, offset=offset, with_payload=True, with_vectors=False)
+
+    def _count(self, collection: str | None, flt: qm.Filter | None) -> int:
         with self._guard("count"):
             return int(self._client.count(self._target(collection), count_filter=flt, exact=True).count)
 
@@ -230,7 +182,7 @@ class QdrantServerIndex(VectorIndex):
     # ---------------------------------------------------------------- internals
 
     def _target(self, collection: str | None) -> str:
-        return self._alias if collection is None else check_collection_name(collection)
+        return self._alias if collection is None else base.check_collection_name(collection)
 
     def _live_target(self) -> str | None:
         for alias in self._client.get_aliases().aliases:
@@ -240,13 +192,13 @@ class QdrantServerIndex(VectorIndex):
 
     def _ensure_payload_indexes(self, name: str) -> None:
         schemas: dict[str, qm.PayloadSchemaType | qm.KeywordIndexParams | qm.IntegerIndexParams] = {}
-        for field in KEYWORD_INDEX_FIELDS:
+        for field in base.KEYWORD_INDEX_FIELDS:
             schemas[field] = (
                 qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD, is_tenant=True)
-                if field == TENANT_FIELD
+                if field == base.TENANT_FIELD
                 else qm.PayloadSchemaType.KEYWORD
             )
-        for field in INTEGER_INDEX_FIELDS:
+        for field in base.INTEGER_INDEX_FIELDS:
             schemas[field] = qm.IntegerIndexParams(type=qm.IntegerIndexType.INTEGER, lookup=True, range=False)
         for field, schema in schemas.items():
             if self._local:
