@@ -117,4 +117,6 @@ def entity_ids_from_refs(*, org: Org, refs: list[str]) -> tuple[list[int], list[
 
 
 def entity_labels(*, entity_ids) -> dict[int, str]:
+    if not entity_ids:
+        return {}
     return {row[0]: f"{row[1]}:{row[2]}" for row in Entity.objects.filter(id__in=set(entity_ids)).values_list("id", "type", "external_id")}

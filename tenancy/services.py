@@ -5,6 +5,7 @@ import secrets
 from django.db import transaction
 from django.utils import timezone
 
+from config.plain_reads import plain_instances
 from tenancy.models import ApiKey, AuditEvent, Org
 
 KEY_PREFIX = "mk"
@@ -39,9 +40,14 @@ def api_key_verify(*, raw_key: str) -> ApiKey | None:
     parts = raw_key.split("_", 2)
     if len(parts) != 3 or parts[0] != KEY_PREFIX:
         return None
-    key = ApiKey.objects.select_related("org").filter(prefix=parts[1], revoked_at__isnull=True).first()
+    # Plain statements (every API request runs this; compiling the ORM query cost more than the reads).
+    key = next(iter(plain_instances(ApiKey, None, prefix=parts[1], revoked_at=None)), None)
     if key is None or not hmac.compare_digest(key.secret_hash, _hash_secret(parts[2])):
         return None
+    org = next(iter(plain_instances(Org, [key.org_id])), None)
+    if org is None:  # the org was purged between the two reads
+        return None
+    key.org = org
     return key
 
 

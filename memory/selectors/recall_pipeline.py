@@ -32,45 +32,61 @@ from memory.vectors import active_embedder
 logger = logging.getLogger(__name__)
 
 
+_STATIC = ("recency", "importance", "frequency", "entity", "episode", "stale_episode")
+
+
+def _static_parts(q: RecallQuery, memory: Candidate, links: list[int], state: str) -> dict:
+    """The parts of a candidate's score that do not depend on the query's relevance (the same in
+    every round of one recall)."""
+    w = settings.RECALL_WEIGHTS
+    now = q.at or timezone.now()
+    when = memory.occurred_at or memory.created_at or now
+    age_days = max(0.0, (now - when).total_seconds() / 86400)
+    boost = q.boost_entity_ids
+    return {
+        "recency": round(w["recency"] * math.pow(0.5, age_days / settings.RECALL_RECENCY_HALF_LIFE_DAYS), 4),
+        "importance": round(w["importance"] * memory.importance, 4),
+        "frequency": round(w["frequency"] * min(1.0, math.log1p(memory.access_count) / math.log1p(50)), 4),
+        "entity": w["entity"] if boost and set(boost) & set(links) else 0.0,
+        # A standing memory states what is true now; the episode it came from only what was said then.
+        "episode": -w["episode_penalty"] if memory.kind == "episode" else 0.0,
+        # What the message said was replaced since: below what is current.
+        "stale_episode": -settings.RECALL_STALE_EPISODE_PENALTY if state == "stale" else 0.0,
+    }
+
+
 def _rank(q: RecallQuery, kept: dict[int, Candidate], semantic: dict[int, float], keyword: dict[int, float],
           links: dict[int, list[int]], raw_semantic: dict[int, float],
           lineage: dict[int, Lineage] | None = None,
-          bonus: dict[int, float] | None = None) -> list[tuple[int, float, dict]]:
-    w = settings.RECALL_WEIGHTS
+          bonus: dict[int, float] | None = None, static: dict[int, dict] | None = None) -> list[tuple[int, float, dict]]:
+    """`static`: the recall's cache of `_static_parts` per candidate (filled here), so a second round
+    only adds the relevance and the bonus."""
     w_sem, w_kw = fusion_weights(q.query)
-    now = q.at or timezone.now()
-    half_life = settings.RECALL_RECENCY_HALF_LIFE_DAYS
-    boost = set(q.boost_entity_ids)
     lineage = lineage or {}
+    static = {} if static is None else static
+    floor = settings.RECALL_MIN_RELEVANCE
     scored: dict[int, tuple[float, dict]] = {}
     weak: set[int] = set()
     for memory_id, memory in kept.items():
         sem, kw = semantic.get(memory_id, 0.0), keyword.get(memory_id, 0.0)
         relevance = w_sem * sem + w_kw * kw
+        cosine = raw_semantic.get(memory_id, 0.0)
         # Min-max scaling makes the weakest candidate 0 whatever its cosine; the floor is judged on
         # the raw cosine so a lone weak match is not promoted.
-        if max(raw_semantic.get(memory_id, 0.0) * w_sem, kw * w_kw) < settings.RECALL_MIN_RELEVANCE \
-                and memory_id not in q.include_ids:
+        if max(cosine * w_sem, kw * w_kw) < floor and memory_id not in q.include_ids:
             weak.add(memory_id)
-        when = memory.occurred_at or memory.created_at or now
-        age_days = max(0.0, (now - when).total_seconds() / 86400)
-        state = lineage[memory_id].state if memory_id in lineage else "none"
-        parts = {
-            "semantic": round(sem, 4), "cosine": round(raw_semantic.get(memory_id, 0.0), 4),
-            "keyword": round(kw, 4), "relevance": round(relevance, 4),
-            "recency": round(w["recency"] * math.pow(0.5, age_days / half_life), 4),
-            "importance": round(w["importance"] * memory.importance, 4),
-            "frequency": round(w["frequency"] * min(1.0, math.log1p(memory.access_count) / math.log1p(50)), 4),
-            "entity": w["entity"] if boost and boost & set(links.get(memory_id, ())) else 0.0,
-            # A standing memory states what is true now; the episode it came from only what was said then.
-            "episode": -w["episode_penalty"] if memory.kind == "episode" else 0.0,
-            # What the message said was replaced since: below what is current.
-            "stale_episode": -settings.RECALL_STALE_EPISODE_PENALTY if state == "stale" else 0.0,
-        }
+        fixed = static.get(memory_id)
+        if fixed is None:
+            state = lineage[memory_id].state if memory_id in lineage else "none"
+            fixed = static[memory_id] = _static_parts(q, memory, links.get(memory_id, ()), state)
+        parts = {"semantic": round(sem, 4), "cosine": round(cosine, 4), "keyword": round(kw, 4),
+                 "relevance": round(relevance, 4), **fixed}
+        extra = 0.0
         if bonus is not None:  # the second look (memory/second_look.py)
-            parts["second_look"] = round(bonus.get(memory_id, 0.0), 4)
-        score = sum(parts[p] for p in ("relevance", "recency", "importance", "frequency", "entity", "episode",
-                                       "stale_episode")) + (bonus or {}).get(memory_id, 0.0)
+            extra = bonus.get(memory_id, 0.0)
+            parts["second_look"] = round(extra, 4)
+        score = (parts["relevance"] + fixed["recency"] + fixed["importance"] + fixed["frequency"] + fixed["entity"]
+                 + fixed["episode"] + fixed["stale_episode"]) + extra
         scored[memory_id] = (score, parts)
     # An episode's live memory outranks it; a stale episode ranks below its subject's current memory.
     # The memory takes the episode's place (plus a hair, ordered by its own relevance).
@@ -156,6 +172,7 @@ def recall(q: RecallQuery) -> RecallResult:
     read_vectors(kept, embedder.model_id)
 
     semantic_of: dict[frozenset, dict[int, float]] = {}  # the second look scores the same candidates again
+    static: dict[int, dict] = {}  # each candidate's parts that no round changes
 
     def score_round(kept: dict[int, Candidate], bonus: dict[int, float] | None = None) -> list[tuple[int, float, dict]]:
         key = frozenset(kept)
@@ -170,7 +187,7 @@ def recall(q: RecallQuery) -> RecallResult:
         top_kw = max(keyword_raw.values(), default=0.0)
         keyword = {m: keyword_raw.get(m, 0.0) / top_kw for m in kept} if top_kw > 0 else {}
         semantic = minmax(raw_semantic) if settings.RECALL_NORMALIZE_SEMANTIC else raw_semantic
-        return _rank(q, kept, semantic, keyword, links, raw_semantic, lineage, bonus)
+        return _rank(q, kept, semantic, keyword, links, raw_semantic, lineage, bonus, static)
 
     def admit(ids: set[int]) -> None:  # later candidates (second look): back-checked and lineage-checked like the first
         more, more_sources, more_links = back_check(q, ids - set(kept), result, corpus)
