@@ -16,6 +16,7 @@ import os
 import re
 import threading
 from abc import ABC, abstractmethod
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "UniversalSentenceEncoderEmbedder",
     "collection_name_for",
+    "encoder_pool",
     "get_embedder",
 ]
 
@@ -159,11 +161,16 @@ class CompositeEmbedder(Embedder):
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         # Each part batches and locks on its own; no outer lock so the two can be reused elsewhere.
-        return _l2_normalise(self._encode_batch(list(texts)).astype(np.float32))
+        # The two models run side by side on the encoder threads (one core each).
+        texts = list(texts)
+        second = encoder_pool().submit(self.parts[1].encode, texts)
+        first = self.parts[0].encode(texts)
+        return _l2_normalise((np.hstack([first, second.result()]) / np.sqrt(2.0)).astype(np.float32))
 
     def encode_parts(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """Each model's unit vector for one text: encode once, then compose as many queries as needed."""
-        return self.parts[0].encode_one(text), self.parts[1].encode_one(text)
+        second = encoder_pool().submit(self.parts[1].encode_one, text)
+        return self.parts[0].encode_one(text), second.result()
 
     @staticmethod
     def compose(first: np.ndarray, second: np.ndarray, first_weight: float | None = None) -> np.ndarray:
@@ -189,6 +196,20 @@ class CompositeEmbedder(Embedder):
 # --------------------------------------------------------------------------------------------
 
 _cache: dict[str, Embedder] = {}
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def encoder_pool() -> ThreadPoolExecutor:
+    """Two threads for encodes that can run side by side (the two models of a composite, a query's
+    encodes while its request thread reads): each model runs on one thread (EMBEDDING_THREADS), and
+    ONNX Runtime and NumPy's kernels release the GIL while they compute. Never wait on this pool from
+    one of its own threads."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="encoder")
+        return _pool
 # Held during a load, so threads asking for a model that is still loading wait for it
 # instead of loading a second copy (USE ~150 MB, MiniLM ~500 MB).
 _cache_lock = threading.Lock()

@@ -8,7 +8,6 @@ by side and the request thread reads the user's snapshot and scores keywords mea
 for the slowest encode, not for their sum plus its own reads. ONNX Runtime and NumPy's kernels release
 the GIL while they compute."""
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -16,10 +15,8 @@ import numpy as np
 from django.conf import settings
 
 from conversations.textutil import cjk_ratio
-from memory.embeddings import CompositeEmbedder
+from memory.embeddings import CompositeEmbedder, encoder_pool
 from memory.query_shape import shape
-
-_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="query-encoder")
 
 
 @lru_cache(maxsize=65536)
@@ -68,7 +65,7 @@ def start_query_vectors(query: str, embedder) -> Callable[[], QueryVectors]:
     query_shape = shape(query)
     texts = [query] + ([query_shape.focus] if query_shape.long else [])
     models = encoders_for(embedder, cjk)
-    futures = [[_pool.submit(model.encode_one, text) for model in models] for text in texts]
+    futures = [[encoder_pool().submit(model.encode_one, text) for model in models] for text in texts]
 
     def finish() -> QueryVectors:
         whole = _compose(embedder, [f.result() for f in futures[0]], cjk)
