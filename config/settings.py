@@ -217,6 +217,9 @@ EXTRACTION_RESUME_AFTER_SECONDS = env.int("EXTRACTION_RESUME_AFTER_SECONDS", def
 # extraction sweep (with a broker: beat runs the rest, and recovery must not depend on beat), "off".
 MAINTENANCE_SCHEDULER = env.str("MAINTENANCE_SCHEDULER", default="all" if CELERY_TASK_ALWAYS_EAGER else "sweep")
 EXTRACTION_SWEEP_SECONDS = env.float("EXTRACTION_SWEEP_SECONDS", default=5.0)
+# The in-process scheduler's other jobs (reconcile, expire, evict, purge, re-embed) first run this long
+# after start-up, then at their intervals: a restart serves requests before it scans every point and row.
+MAINTENANCE_START_DELAY_SECONDS = env.float("MAINTENANCE_START_DELAY_SECONDS", default=120.0)
 # With the scheduler on "all": re-embed into EMBEDDING_MODEL when it is not the live collection's model.
 MAINTENANCE_REEMBED = env.bool("MAINTENANCE_REEMBED", default=True)
 DEFAULT_MEMORY_CAPACITY = env.int("DEFAULT_MEMORY_CAPACITY", default=5000)

@@ -106,6 +106,12 @@ def _purge_idempotency() -> int:
     return idempotency_records_purge()
 
 
+def _start_delay() -> float:
+    from django.conf import settings
+
+    return float(settings.MAINTENANCE_START_DELAY_SECONDS)
+
+
 def _jobs(mode: str) -> list[Job]:
     from django.conf import settings
 
@@ -128,6 +134,12 @@ def _loop(jobs: list[Job]) -> None:
         if _stop.is_set():
             return
     where = f"web:{os.getpid()}"
+    # The sweep resumes what a crash left pending at once; the scans (a reconcile reads every point and
+    # row: ~8 s of CPU at 100k memories, on the process that serves recall) wait until start-up is over.
+    delay = _start_delay()
+    for job in jobs:
+        if job.name != "extraction_resume":
+            job.next_at = time.monotonic() + delay
     while not _stop.is_set():
         now = time.monotonic()
         for job in jobs:

@@ -37,7 +37,8 @@ def failing_extraction(monkeypatch):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_failed_extraction_after_commit_answers_201_and_the_sweep_finishes_it(org, own_var, own_index,
-                                                                                monkeypatch):
+                                                                                monkeypatch, settings):
+    settings.MAINTENANCE_START_DELAY_SECONDS = 0  # the scans too, at once (they wait two minutes by default)
     client = server_client(org, user="u1")
     conversation = client.post("/api/v1/conversations", {"title": "t"}, format="json").json()["id"]
     heal = failing_extraction(monkeypatch)
@@ -103,6 +104,7 @@ def test_changing_embedding_model_schedules_a_reembed_on_the_embedded_default(or
     old = VectorCollection.live()
     assert old is not None and old.model_name == settings.EMBEDDING_MODEL
     settings.EMBEDDING_MODEL, settings.MAINTENANCE_REEMBED = "minilm", True
+    settings.MAINTENANCE_START_DELAY_SECONDS = 0
 
     assert scheduler.start_scheduler()
 
