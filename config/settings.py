@@ -133,7 +133,11 @@ if REDIS_URL:
     DJANGO_REDIS_IGNORE_EXCEPTIONS = True
     DJANGO_REDIS_LOG_IGNORED_EXCEPTIONS = True
 else:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "memory-service"}}
+    # Django's default of 300 entries culls a third of them when full: with a few hundred users the
+    # per-user generation counters were culled and read as new generations, so every recall rebuilt its
+    # user's snapshot (memory/selectors/corpus.py).
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "memory-service",
+                          "OPTIONS": {"MAX_ENTRIES": env.int("LOCAL_CACHE_MAX_ENTRIES", default=20_000)}}}
 CACHE_TTL_SECONDS = env.int("CACHE_TTL_SECONDS", default=3600)
 # Capacity of the per-user hash of standing memories (a user above it is served the most recent).
 CACHE_MAX_STANDING_MEMORIES = env.int("CACHE_MAX_STANDING_MEMORIES", default=2000)

@@ -167,16 +167,17 @@ def build(org_id: int, user_id: str, generation) -> UserCorpus:
     return UserCorpus(generation, ids, raw, features, hashes, index)
 
 
-_corpora: LRUCache = LRUCache(maxsize=256)
+_corpora: LRUCache | None = None
 _lock = threading.Lock()
 
 
 def user_corpus(org_id: int, user_id: str) -> UserCorpus:
+    global _corpora
     generation = user_generation(org_id, user_id)
     key = (org_id, user_id)
     with _lock:
-        if _corpora.maxsize != settings.RECALL_CORPUS_USERS:
-            _corpora.__init__(maxsize=settings.RECALL_CORPUS_USERS)  # the setting changed (tests)
+        if _corpora is None:
+            _corpora = LRUCache(maxsize=settings.RECALL_CORPUS_USERS)
         cached = _corpora.get(key)  # a read counts as a use
         if cached is not None and cached.generation == generation:
             return cached
@@ -193,4 +194,5 @@ def keyword_scores(*, org_id: int, user_id: str, query: str) -> dict[int, float]
 
 def clear() -> None:
     with _lock:
-        _corpora.clear()
+        if _corpora is not None:
+            _corpora.clear()
