@@ -2,7 +2,8 @@
 newer ranks first, and `explain` marks each with the pair (DESIGN §5: both kept, the newer first)."""
 from __future__ import annotations
 
-from config.plain_reads import plain_rows
+from django.db import connection
+
 from memory.choices import STANDING_KINDS
 from memory.models import MemoryConflict
 
@@ -11,11 +12,18 @@ def conflicts_apply(items: list, *, org, user_id: str, explain: bool) -> list:
     ids = [item.memory.id for item in items if item.memory.kind in STANDING_KINDS]
     if not ids:
         return items
-    # Two plain reads (either side among the items) instead of one ORM OR-query: recall runs this on
-    # every call. Newest conflict first, as the model orders them.
-    found = {row[0]: row for side in ("older", "newer") for row in plain_rows(
-        MemoryConflict, ("id", "older", "newer", "created_at"), ids, key=side, org=org.id, user_id=user_id, status="open")}
-    pairs = [row[:3] for row in sorted(found.values(), key=lambda row: (row[3], row[0]), reverse=True)]
+    # One plain statement (the (org, user, status) index, either side among the items) instead of the
+    # ORM's OR-query: recall runs this on every call. Newest conflict first, as the model orders them.
+    qn, opts = connection.ops.quote_name, MemoryConflict._meta
+    col = lambda name: qn(opts.get_field(name).column)  # noqa: E731
+    marks = ", ".join(["%s"] * len(ids))
+    sql = (f"SELECT {col('id')}, {col('older')}, {col('newer')}, {col('created_at')} FROM {qn(opts.db_table)} "
+           f"WHERE {col('org')} = %s AND {col('user_id')} = %s AND {col('status')} = %s "
+           f"AND ({col('older')} IN ({marks}) OR {col('newer')} IN ({marks}))")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [org.id, user_id, "open", *ids, *ids])
+        found = cursor.fetchall()
+    pairs = [row[:3] for row in sorted(found, key=lambda row: (row[3], row[0]), reverse=True)]
     if not pairs:
         return items
     order = [item.memory.id for item in items]

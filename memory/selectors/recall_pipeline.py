@@ -137,6 +137,18 @@ def _episode_lineage(q: RecallQuery, kept: dict[int, Candidate], sources: dict, 
     return lineage
 
 
+def _merge_back_checks(result: RecallResult) -> None:
+    """The back-check runs in rounds (keyword candidates while the query is embedded, then the vector
+    hits and neighbours, then what the episode lineage and the second look bring in): one stage for
+    the explainer, right after the candidates."""
+    rounds = [stage for stage in result.stages if stage["stage"] == "back_check"]
+    merged = {"stage": "back_check", "kept": sorted({i for r in rounds for i in r["kept"]}),
+              "dropped": {i: why for r in rounds for i, why in r["dropped"].items()}}
+    result.stages[:] = [stage for stage in result.stages if stage["stage"] != "back_check"]
+    at = next((i + 1 for i, stage in enumerate(result.stages) if stage["stage"] == "candidates"), 0)
+    result.stages.insert(at, merged)
+
+
 def _restated_above(memory_id: int, lineage: dict[int, Lineage], chosen_ids: set[int]) -> bool:
     """An episode whose message lives on in a memory already chosen (its live memory outranks it)."""
     line = lineage.get(memory_id)
@@ -159,6 +171,11 @@ def recall(q: RecallQuery) -> RecallResult:
     keyword_raw = corpus.keyword_scores(keyword_text(q.query))
     keyword_top = dict(sorted(keyword_raw.items(), key=lambda pair: -pair[1])[:limit])
     result.timings_ms["keyword"] = (time.perf_counter() - t0) * 1000
+    # Still while the encoders run: back-check the keyword candidates and read their vectors.
+    early = set(keyword_top) | set(q.include_ids)
+    kept, sources, links = back_check(q, early, result, corpus)
+    read_vectors(kept, embedder.model_id)
+    result.timings_ms["overlap"] = (time.perf_counter() - t0) * 1000
     vectors = pending()
     result.timings_ms["embed"] = (time.perf_counter() - started) * 1000
     vector_hits = semantic_candidates(q, vectors, limit, result)
@@ -166,8 +183,10 @@ def recall(q: RecallQuery) -> RecallResult:
         result.stages.append({"stage": "candidates", "semantic": vector_hits, "keyword": keyword_top})
     t0 = time.perf_counter()
     neighbours = neighbour_candidates(q, vector_hits, keyword_top, corpus)  # memory/second_look.py: one statement
-    kept, sources, links = back_check(q, set(vector_hits) | set(keyword_top) | set(q.include_ids) | set(neighbours),
-                                      result, corpus)
+    more, more_sources, more_links = back_check(q, (set(vector_hits) | set(neighbours)) - early, result, corpus)
+    kept.update(more)
+    sources.update(more_sources)
+    links.update(more_links)
     lineage = _episode_lineage(q, kept, sources, links, result, corpus)
     read_vectors(kept, embedder.model_id)
 
@@ -233,6 +252,7 @@ def recall(q: RecallQuery) -> RecallResult:
     result.items = items = conflicts_apply(items, org=q.org, user_id=q.user_id, explain=q.explain)
     result.timings_ms["back_check_rank"] = (time.perf_counter() - t0) * 1000
     if q.explain:
+        _merge_back_checks(result)
         result.stages.append({"stage": "dedup", "dropped": dedup_dropped})
         result.stages.append({"stage": "rank", "order": [(m, round(s, 4)) for m, s, _ in ranked]})
     result.timings_ms["total"] = (time.perf_counter() - started) * 1000
