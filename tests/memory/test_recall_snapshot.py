@@ -1,0 +1,75 @@
+"""Recall reads a per-user snapshot (memory/selectors/corpus.py) that is valid while the user's memory
+generation is unchanged: what changes who may see a memory invalidates it, what is checked now is
+read on every call, and the served rows are checked against MySQL once more."""
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from conversations.models import ConversationAccess
+from memory.models import Memory
+from memory.selectors import corpus
+from memory.selectors.recall_pipeline import RecallQuery, recall
+from memory.services.memories import MemoryInput, SourceRef, memory_write
+from tests.conftest import make_client
+from tests.conversations.api_helpers import create_conversation
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _ids(org, query, user="u1"):
+    return [item.memory.id for item in recall(RecallQuery(org=org, user_id=user, query=query, k=5)).items]
+
+
+def test_a_second_recall_reuses_the_snapshot(org):
+    written = memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content="The zqpump valve is in barn 3.")).memory
+    assert _ids(org, "zqpump valve") == [written.id]
+    with CaptureQueriesContext(connection) as first_call:
+        _ids(org, "where is the zqpump valve")
+    built = [q["sql"] for q in first_call.captured_queries if "memoryterms" in q["sql"].lower()]
+    assert built == []  # the snapshot of the first recall served the second: no rebuild
+    memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content="A spare zqpump seal is in the van."))
+    with CaptureQueriesContext(connection) as after_write:
+        found = _ids(org, "zqpump")
+    assert any("memoryterms" in q["sql"].lower() for q in after_write.captured_queries)  # rebuilt
+    assert len(found) == 2
+
+
+def test_a_source_added_to_a_duplicate_applies_its_readability(org):
+    """A restatement in another conversation adds a source without a new version; the snapshot must
+    not keep the old sources, or revoking that conversation would not hide the memory."""
+    client = make_client(org, "u1")
+    first, second = create_conversation(client)["id"], create_conversation(client)["id"]
+    content = "The zqgate code is 4471."
+    written = memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content=content,
+                                       sources=[SourceRef(conversation_id=first, external_ref="turn-1")])).memory
+    assert _ids(org, "zqgate code") == [written.id]  # snapshot built, one source
+    again = memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content=content,
+                                     sources=[SourceRef(conversation_id=second, external_ref="turn-9")]))
+    assert again.action == "duplicate" and again.memory.id == written.id
+    ConversationAccess.objects.create(conversation_id=second, user_id="u1", state=ConversationAccess.REVOKED)
+    assert _ids(org, "zqgate code") == []
+
+
+def test_a_revocation_applies_without_a_memory_write(org):
+    conversation = create_conversation(make_client(org, "u1"))["id"]
+    written = memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content="The zqshed key hangs by the door.",
+                                       sources=[SourceRef(conversation_id=conversation, external_ref="turn-1")])).memory
+    assert _ids(org, "zqshed key") == [written.id]
+    ConversationAccess.objects.create(conversation_id=conversation, user_id="u1", state=ConversationAccess.REVOKED)
+    assert _ids(org, "zqshed key") == []  # same snapshot, readability read now
+
+
+def test_a_row_changed_behind_the_services_is_not_served(org):
+    written = memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content="The zqtank holds 40 litres.")).memory
+    assert _ids(org, "zqtank") == [written.id]
+    # No generation bump: the snapshot still holds it, the final read by primary key does not serve it.
+    Memory.objects.filter(id=written.id).update(status="invalidated")
+    assert _ids(org, "zqtank") == []
+
+
+def test_snapshots_hold_one_user_each(org):
+    mine = memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content="My zqboat is blue.")).memory
+    memory_write(MemoryInput(org=org, user_id="u2", kind="fact", content="My zqboat is red."))
+    assert _ids(org, "zqboat") == [mine.id]
+    held = corpus.user_corpus(org.id, "u1")
+    assert set(held.ids.tolist()) == {mine.id}
