@@ -49,7 +49,7 @@ def _variants(specs: list[str]) -> list[tuple[str, dict]]:
 
 
 def _ingest(bench, cases, run_id) -> None:
-    from memory.evaluation.runner import CaseRunner
+    from evaluation.runner import CaseRunner
 
     for case in cases:
         t0 = time.perf_counter()
@@ -97,7 +97,7 @@ def _score(cases, run_id, ks, misses: bool = False) -> tuple[list[dict], list[fl
     from datetime import datetime
 
     from memory import selectors
-    from memory.evaluation.runner import CaseRunner
+    from evaluation.runner import CaseRunner
     from tenancy.services import org_get_or_create
 
     rows, timings = [], []
@@ -136,7 +136,7 @@ def main(argv=None) -> int:
     from django.test import override_settings
 
     import memory.access
-    from memory.evaluation.runner import load_cases, new_run_id
+    from evaluation.runner import load_cases, new_run_id
 
     ks = tuple(int(k) for k in args.ks.split(","))
     wanted = [c for c in args.cases.split(",") if c]
