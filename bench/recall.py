@@ -347,6 +347,9 @@ def _measure(args, bench, meta, served) -> int:
     from tenancy.models import Org
 
     org = Org.objects.get(slug="bench")
+    from config.sqlite_stats import sqlite_analyze
+
+    sqlite_analyze()  # as the served process does at start-up (memory/warmup.py)
     embedder = active_embedder()
     index = get_vector_index()
     collection = meta["collection"]

@@ -96,8 +96,8 @@ def _where(result, gold: set[str], top_refs: list[list[str]]) -> dict[str, int]:
 def _score(cases, run_id, ks, misses: bool = False) -> tuple[list[dict], list[float]]:
     from datetime import datetime
 
-    from memory import selectors
     from evaluation.runner import CaseRunner
+    from memory import selectors
     from tenancy.services import org_get_or_create
 
     rows, timings = [], []

@@ -100,6 +100,12 @@ def _reembed() -> dict:
     return maintenance.reembed(model=settings.EMBEDDING_MODEL)
 
 
+def _analyze() -> bool:
+    from config.sqlite_stats import sqlite_analyze
+
+    return sqlite_analyze()
+
+
 def _purge_idempotency() -> int:
     from tenancy.idempotency import idempotency_records_purge
 
@@ -118,7 +124,8 @@ def _jobs(mode: str) -> list[Job]:
     jobs = [Job("extraction_resume", settings.EXTRACTION_SWEEP_SECONDS, _extraction_sweep)]
     if mode == "all":  # the intervals of memory/beat.py
         jobs += [Job("projections_reconcile", 300, _reconcile), Job("memories_expire", 600, _expire),
-                 Job("memories_evict", 3600, _evict), Job("idempotency_purge", 3600, _purge_idempotency)]
+                 Job("memories_evict", 3600, _evict), Job("idempotency_purge", 3600, _purge_idempotency),
+                 Job("sqlite_analyze", 3600, _analyze)]
         if settings.MAINTENANCE_REEMBED:
             jobs.append(Job("reembed", 600, _reembed))
     return jobs

@@ -33,6 +33,12 @@ def warm_up() -> None:
     get_encoding()
     ensure_jieba()
     try:
+        from config.sqlite_stats import sqlite_analyze
+
+        sqlite_analyze()  # the planner's statistics, before the first recall needs them
+    except Exception as exc:
+        logger.warning("warm-up: planner statistics not refreshed (%s)", type(exc).__name__)
+    try:
         from memory.vector_index import may_open_vector_index
         from memory.vectors import active_collection_row
 

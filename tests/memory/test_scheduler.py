@@ -63,7 +63,7 @@ def test_a_failed_extraction_after_commit_answers_201_and_the_sweep_finishes_it(
     jobs = client.get("/readyz").json()["checks"]["maintenance"]["jobs"]
     assert jobs["extraction_resume"]["ok"] and jobs["extraction_resume"]["where"].startswith("web:")
     assert {name for name, run in jobs.items() if run} >= {"extraction_resume", "projections_reconcile",
-                                                           "memories_expire", "memories_evict"}
+                                                           "memories_expire", "memories_evict", "sqlite_analyze"}
 
 
 @pytest.mark.django_db
