@@ -9,6 +9,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from memory.api.serializers import MemoryItemOutputSerializer
 from memory.models import MemoryConflict
 from memory.selectors import conflict_list
 from memory.services.conflicts import RESOLUTIONS, ConflictStateError, conflict_resolve
@@ -27,11 +28,8 @@ class ConflictResolveInputSerializer(serializers.Serializer):
     action = serializers.ChoiceField(choices=RESOLUTIONS)
 
 
-class ConflictMemorySerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    kind = serializers.CharField()
+class ConflictMemorySerializer(MemoryItemOutputSerializer):
     status = serializers.CharField()
-    content = serializers.CharField()
     created_at = serializers.DateTimeField()
 
 

@@ -122,11 +122,16 @@ class SourceOutputSerializer(serializers.Serializer):
     ref = serializers.CharField(allow_null=True)
 
 
-class RecallItemOutputSerializer(serializers.Serializer):
+# A memory as an item of another answer (a recall hit, a side of a conflict): the fields that name it.
+# A comment, not a docstring: drf-spectacular would give the docstring to every subclass's schema.
+class MemoryItemOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     kind = serializers.CharField()
-    assertion = serializers.CharField()
     content = serializers.CharField()
+
+
+class RecallItemOutputSerializer(MemoryItemOutputSerializer):
+    assertion = serializers.CharField()
     valid_from = serializers.DateTimeField(allow_null=True)
     valid_to = serializers.DateTimeField(allow_null=True)
     occurred_at = serializers.DateTimeField(allow_null=True)

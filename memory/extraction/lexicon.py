@@ -1,9 +1,10 @@
 """What a language has to provide to the rule extractor: cue patterns and a few text surgeries.
 
 One flow (memory/extraction/rules.py) runs over every language; `rules_zh.py` and `rules_en.py`
-only hold the data. A cue that is a bare keyword is a compiled pattern; anything needing more
-than a search (a correction that names the old value, a question that has no question mark) is
-a function.
+build a language's Lexicon from its patterns (lexicons/rules_<lang>.toml). A cue that is a bare
+keyword is a compiled pattern, and so is a value read from one named group (`subjectless`,
+`old_values` read them the same way in every language); anything needing more than a search (a
+correction that names the old value, a question that has no question mark) is a function.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memory.extraction.slots import SlotParts
+from memory.extraction.text import strip_end
 
 Pattern = re.Pattern[str]
 
@@ -34,10 +36,10 @@ class Lexicon:
     correction_lead: Pattern
     correction_any: Pattern
     strip_correction: Callable[[str], tuple[str, list[str]]]  # -> (corrected statement, old values)
-    subjectless: Callable[[str], str | None]  # "是齐齐哈尔" -> "齐齐哈尔"; None when a subject is present
+    bare_value: Pattern  # "是齐齐哈尔" / "it's in Harbin": a statement without a subject, its value in group v
     migration: Pattern
     update: Pattern
-    old_values: Callable[[str], list[str]]
+    old_value: tuple[Pattern, ...]  # "从X迁移" / "from X to": where a change names the value it leaves (group old)
     opinion: Pattern
     first_person: Pattern
     fact_predicate: Pattern  # a statement, not a feeling: "是/在/有/用", "have/use/own"
@@ -48,3 +50,12 @@ class Lexicon:
     slot: Callable[[str, str], SlotParts | None]
     event_subject: Callable[[str], str]
     finish: Callable[[str], str]  # last touch on stored content
+
+    def subjectless(self, text: str) -> str | None:
+        """"是齐齐哈尔" -> "齐齐哈尔"; None when a subject is present."""
+        m = self.bare_value.match(strip_end(text))
+        return m.group("v").strip() if m else None
+
+    def old_values(self, text: str) -> list[str]:
+        """The values a change says it leaves, pattern by pattern."""
+        return [m.group("old").strip() for p in self.old_value for m in p.finditer(text) if m.group("old").strip()]

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import re
 
+from memory.extraction.patterns import load_patterns
 from memory.extraction.slots import SlotParts, tech_category, value_slot
 
 __all__ = ["event_subject_en", "slot_en"]
+
+_PATTERNS = load_patterns("slots_en")  # memory/extraction/lexicons/slots_en.toml
 
 _EN_STOP = set(
     "a an the our my your their his her its we i us me you it they them this that these those is are was were be "
@@ -22,33 +25,6 @@ _EN_STOP = set(
 )
 _EN_OWNER_USER = {"my", "i", "me", "mine", "user"}
 _EN_USER_NOUNS = {"home", "house", "family", "place", "apartment", "flat"}
-_EN_DURATION = re.compile(
-    r"\b(?:the\s+)?(?:next|coming|past|last|upcoming)?\s*(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|"
-    r"a|an|a couple of|a few)\s+(?:days?|weeks?|months?|quarters?|years?)\b|\bthis (?:week|month|quarter|year)\b"
-    r"|\b(?:the\s+)?(?:next|coming|upcoming)\s+(?:day|week|month|quarter|year)\b|\btoday\b", re.I)
-_EN_SORT = re.compile(
-    r"\b(?:sort(?:ed)?|order(?:ed)?|rank(?:ed)?|arrange[ds]?|list(?:ed)?)\s+(?P<np>(?:[\w'-]+\s+){0,4}?)by\s+"
-    r"(?P<v>[\w\s-]+?)(?=\s*(?:,|\.|;|$|\(|from\s+(?:high|low)|descending|ascending|highest|lowest))", re.I)
-_EN_STYLE = re.compile(r"\b(short|brief|concise|succinct|detailed|thorough|verbose|long|formal|casual|simple|"
-                       r"plain|direct|bullet[- ]point)\b", re.I)
-_EN_LANGUAGE = re.compile(r"\b(english|chinese|mandarin|cantonese|japanese|korean|french|german|spanish)\b", re.I)
-_EN_REPLY_NOUN = re.compile(r"\b(answers?|repl(?:y|ies)|responses?|explanations?|summar(?:y|ies)|reports?)\b", re.I)
-_EN_POSSESSIVE = re.compile(r"^(?P<owner>our|my)\s+(?P<np>[\w][\w\s'-]*?)\s+(?:is|are|was|were|will be|has been|have been)\s+"
-                            r"(?P<v>.+)$", re.I)
-_EN_CHANGE = re.compile(
-    r"^(?P<s>.*?)\b(?:have\s+|has\s+|had\s+|just\s+)*(?P<verb>switched|migrated|moved|changed|upgraded|transitioned|ported|"
-    r"converted|relocated)\b(?:\s+(?P<o>(?:our|my|the|its)\s+[\w\s-]+?))?(?:\s+(?:over\s+)?from\s+(?P<old>.+?))?"
-    r"\s+(?:over\s+)?(?:to|into|onto)\s+(?P<v>.+)$", re.I)
-_EN_REPLACE = re.compile(r"^(?P<s>.*?)\breplaced\s+(?P<old>.+?)\s+with\s+(?P<v>.+)$", re.I)
-_EN_TECH_USE = re.compile(
-    r"^(?P<s>.*?)\b(?:use|uses|using|used|run|runs|running|ran|rely on|relies on|built on|is on|are on|"
-    r"runs on|run on|powered by|on)\s*$", re.I)
-_EN_ROLE = re.compile(r"^\s*(?P<prep>for|in|on|as)\s+(?P<np>[^,.;]+)", re.I)
-_EN_LOCATION = re.compile(
-    r"^(?P<s>.*?)(?:\b(?P<verb>live|lives|living|lived|am|are|is|was|were)\b|(?P<clitic>'s|'re))\s*"
-    r"(?:located|based|situated|kept|stored)?\s*\b(?:in|at)\s+(?P<v>[^,;]+)$", re.I)
-_EN_PLACE_WORDS = re.compile(r"\b(?:warehouse|room|building|street|road|avenue|district|city|province|county|town|"
-                             r"village|shed|barn|yard|site|field|office|floor)\b", re.I)
 
 
 def _en_words(text: str) -> list[str]:
@@ -90,23 +66,23 @@ def _en_subject(span: str) -> str:
 
 def _en_is_place(text: str) -> bool:
     text = text.strip()
-    return bool(text) and (text[:1].isupper() or bool(_EN_PLACE_WORDS.search(text)))
+    return bool(text) and (text[:1].isupper() or bool(_PATTERNS.words.place_words.search(text)))
 
 
 def _en_value_attr(text: str) -> tuple[str, str, re.Match[str] | None] | None:
     tech = tech_category(text, "en")
     if tech:
         return tech[0], tech[1], None
-    m = _EN_SORT.search(text)
+    m = _PATTERNS.value.sort.search(text)
     if m:
         return "sort order", m.group("v").strip(), m
-    m = _EN_DURATION.search(text)
+    m = _PATTERNS.value.duration.search(text)
     if m:
         return "time range", m.group(0).strip(), m
-    m = _EN_STYLE.search(text)
+    m = _PATTERNS.value.style.search(text)
     if m:
         return "style", m.group(0), m
-    m = _EN_LANGUAGE.search(text)
+    m = _PATTERNS.value.language.search(text)
     if m:
         return "language", m.group(0), m
     return None
@@ -114,7 +90,7 @@ def _en_value_attr(text: str) -> tuple[str, str, re.Match[str] | None] | None:
 
 def slot_en(text: str, kind: str) -> SlotParts | None:
     text = text.strip().rstrip(".!;")
-    m = _EN_CHANGE.match(text) or _EN_REPLACE.match(text)
+    m = _PATTERNS.structure.change.match(text) or _PATTERNS.structure.replace.match(text)
     if m:
         value = m.group("v").strip()
         found = _en_value_attr(value)
@@ -126,7 +102,7 @@ def slot_en(text: str, kind: str) -> SlotParts | None:
         if attr and subject:
             return SlotParts(subject, attr, found[1] if found else value)
 
-    m = _EN_POSSESSIVE.match(text)
+    m = _PATTERNS.structure.possessive.match(text)
     if m:
         np, value = m.group("np"), m.group("v").strip()
         owner = "user" if m.group("owner").lower() == "my" else "org"
@@ -146,10 +122,10 @@ def slot_en(text: str, kind: str) -> SlotParts | None:
     tech = tech_category(text, "en")
     if tech:
         before, _, after = text.partition(tech[1])
-        use = _EN_TECH_USE.match(before)
+        use = _PATTERNS.structure.tech_use.match(before)
         # "I like writing backends in Java": the owner is the subject, the activity is not.
         subject = _en_subject(use.group("s")) if use else (_en_owner(before) or _en_clean(before))
-        role = _EN_ROLE.match(after)
+        role = _PATTERNS.structure.role.match(after)
         if role and role.group("prep").lower() == "as":
             return SlotParts(subject or "user", _en_clean(role.group("np")), tech[1])
         if role and subject in ("org", "user", "") and _en_clean(role.group("np")):
@@ -159,8 +135,8 @@ def slot_en(text: str, kind: str) -> SlotParts | None:
         if subject:
             return SlotParts(subject, tech[0], tech[1])
 
-    m = _EN_LOCATION.match(text)
-    if m and _en_is_place(m.group("v")) and not _EN_DURATION.search(m.group("v")):
+    m = _PATTERNS.structure.location.match(text)
+    if m and _en_is_place(m.group("v")) and not _PATTERNS.value.duration.search(m.group("v")):
         subject = _en_subject(m.group("s"))
         if subject:
             verb = (m.group("verb") or "").lower()
@@ -171,7 +147,7 @@ def slot_en(text: str, kind: str) -> SlotParts | None:
     if found and not (found[0] == "time range" and kind in ("fact", "event")):
         attr, value, match = found
         if attr in ("style", "language"):
-            reply = _EN_REPLY_NOUN.search(text)
+            reply = _PATTERNS.words.reply_noun.search(text)
             return SlotParts(_singular(reply.group(0).lower()) if reply else "answer", attr, value, structural=False)
         if attr == "sort order" and match is not None and _en_clean(match.group("np")):
             return SlotParts(_en_clean(match.group("np")), attr, value, structural=False)
