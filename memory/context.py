@@ -37,7 +37,9 @@ from memory.context_evidence import (
     evidence_units,
     render_evidence,
 )
+from memory.selectors.query_vectors import start_query_vectors
 from memory.selectors.recall_pipeline import RecallItem, RecallQuery, recall
+from memory.vectors import active_embedder
 from tenancy.models import Org
 
 logger = logging.getLogger(__name__)
@@ -153,8 +155,9 @@ def _memory_sections(items: list[RecallItem]) -> tuple[_Lines, _Lines, _Lines]:
     return preferences, others, epi
 
 
-def _recall_items(req: ContextRequest, exclude_message_ids: set[int], timings: dict) -> tuple[list[RecallItem], bool]:
-    if req.recent_only or not req.message.strip():
+def _recall_items(req: ContextRequest, exclude_message_ids: set[int], timings: dict,
+                  pending_vectors=None) -> tuple[list[RecallItem], bool]:
+    if pending_vectors is None:
         return [], False
     t0 = time.perf_counter()
     # Standing preferences apply to every turn, relevant-looking or not: they are always
@@ -164,7 +167,8 @@ def _recall_items(req: ContextRequest, exclude_message_ids: set[int], timings: d
     k = (req.k or settings.CONTEXT_RECALL_K) + min(len(preferences), settings.CONTEXT_MAX_PREFERENCES)
     result = recall(RecallQuery(org=req.org, user_id=req.user_id, query=req.message, k=k, at=req.at,
                                 conversation_id=req.conversation.id, exclude_message_ids=exclude_message_ids,
-                                include_ids=set(sorted(preferences)[-settings.CONTEXT_MAX_PREFERENCES:])))
+                                include_ids=set(sorted(preferences)[-settings.CONTEXT_MAX_PREFERENCES:]),
+                                pending_vectors=pending_vectors))
     timings["recall"] = (time.perf_counter() - t0) * 1000
     return result.items, result.degraded
 
@@ -351,7 +355,10 @@ def assemble_context(req: ContextRequest) -> ContextResult:
     started = time.perf_counter()
     budget = min(req.budget or settings.CONTEXT_DEFAULT_BUDGET, settings.MAX_CONTEXT_BUDGET)
     timings: dict[str, float] = {}
-    fixed = _fixed(req, budget)
+    fixed = _fixed(req, budget)  # raises for a system prompt over the budget, before any encode
+    # The message is embedded on the encoder threads while the window and its token counts are
+    # assembled below; recall takes the vectors when it needs them.
+    pending = None if req.recent_only or not req.message.strip() else start_query_vectors(req.message, active_embedder())
     room = budget - fixed.tokens
     shares = _shares(req, room)
     evidence = evidence_units(req.evidence, max_passage_tokens=settings.CONTEXT_EVIDENCE_MAX_TOKENS)
@@ -359,7 +366,8 @@ def assemble_context(req: ContextRequest) -> ContextResult:
     plan = WindowPlan(window_messages(req.conversation, req.at), query=req.message,
                       tool_result_max_tokens=settings.CONTEXT_TOOL_RESULT_MAX_TOKENS)
     candidates = _Candidates(evidence, tasks, _Lines(), _Lines(), _Lines())
-    items, degraded = _recall_items(req, _window_ids_beside_memory(req, candidates, shares, room, plan), timings)
+    items, degraded = _recall_items(req, _window_ids_beside_memory(req, candidates, shares, room, plan), timings,
+                                    pending)
     candidates.preferences, candidates.memories, candidates.episodes = _memory_sections(items)
     placement = _place(req, candidates, shares, room, plan)
     sections, out, total = _render(candidates, placement, fixed)

@@ -42,6 +42,9 @@ class RecallQuery:
     exclude_message_ids: set[int] = field(default_factory=set)  # already in the recent window
     include_ids: set[int] = field(default_factory=set)  # always candidates (e.g. standing preferences)
     explain: bool = False
+    # The query's encodes, when the caller started them itself (start_query_vectors): context starts
+    # them first and assembles the window while they run.
+    pending_vectors: object = None
 
 
 def memories_of(ids: list[int]) -> dict[int, Memory]:

@@ -165,7 +165,7 @@ def recall(q: RecallQuery) -> RecallResult:
     embedder = active_embedder()
     # The query is embedded on the encoder threads while this thread reads the user's snapshot and
     # scores keywords: on two cores the embedding and the reads overlap (memory/selectors/query_vectors.py).
-    pending = start_query_vectors(q.query, embedder)
+    pending = q.pending_vectors or start_query_vectors(q.query, embedder)
     t0 = time.perf_counter()
     corpus = user_corpus(q.org.id, q.user_id)
     keyword_raw = corpus.keyword_scores(keyword_text(q.query))
