@@ -124,6 +124,25 @@ class VectorIndex(ABC):
         scored = self._query(vector, flt, limit=limit, collection=collection, with_payload=with_payload)
         return [VectorHit(int(p.id), float(p.score), dict(p.payload or {})) for p in scored]
 
+    def search_many(
+        self,
+        vectors: Sequence[np.ndarray | Sequence[float]],
+        *,
+        filters: Mapping[str, Any],
+        limit: int,
+        collection: str | None = None,
+        with_payload: bool = True,
+    ) -> list[list[VectorHit]]:
+        """`search` for several query vectors under one filter: one list of hits per vector, in order."""
+        flt = build_filter(filters, self.filter_builder)
+        batches = self._query_many(list(vectors), flt, limit=limit, collection=collection, with_payload=with_payload)
+        return [[VectorHit(int(p.id), float(p.score), dict(p.payload or {})) for p in scored] for scored in batches]
+
+    def _query_many(self, vectors: list, flt: Any, *, limit: int, collection: str | None,
+                    with_payload: bool) -> list[Sequence[Any]]:
+        """One `_query` per vector; a backend with a batch call plans them together."""
+        return [self._query(v, flt, limit=limit, collection=collection, with_payload=with_payload) for v in vectors]
+
     def scroll(
         self,
         *,

@@ -189,6 +189,19 @@ class EdgeVectorIndex(VectorIndex):
             with _unavailable_on_error("search"):
                 return opened.shard.query(request)
 
+    def _query_many(self, vectors: list, flt: qe.Filter | None, *, limit: int, collection: str | None,
+                    with_payload: bool) -> list[list[qe.ScoredPoint]]:
+        if len(vectors) < 2:
+            return [self._query(v, flt, limit=limit, collection=collection, with_payload=with_payload) for v in vectors]
+        with self._lock:
+            opened = self._resolve(collection)
+            # One planned batch: searches that differ only in their vector share one pass over the segments.
+            batch = qe.QueryBatchRequest([
+                qe.QueryRequest(limit=limit, query=qe.Query.Nearest(base.vector_as_list(v, opened.dim)), filter=flt,
+                                with_payload=with_payload, with_vector=False) for v in vectors])
+            with _unavailable_on_error("search"):
+                return opened.shard.query_batch(batch)
+
     def _scroll_page(self, name: str, flt: qe.Filter | None, *, offset: Any, limit: int) -> tuple[list[qe.Record], Any]:
         # The lock is taken per page, never across a yield, so a slow consumer blocks nobody.
         with self._lock:

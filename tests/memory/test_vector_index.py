@@ -368,3 +368,17 @@ def test_search_without_payload_returns_the_same_ids_and_scores(index):
     bare = index.search(query, filters={"org": "acme", "user_id": "u1"}, limit=10, with_payload=False)
     assert [(h.point_id, round(h.score, 5)) for h in bare] == [(h.point_id, round(h.score, 5)) for h in full]
     assert full[0].payload["user_id"] == "u1" and not bare[0].payload
+
+
+def test_search_many_answers_each_vector_as_its_own_search(index):
+    rng = np.random.default_rng(4)
+    index.upsert([VectorPoint(pid, rand_unit(rng), {"org": "acme", "user_id": "u1" if pid % 3 else "u2"})
+                  for pid in range(1, 60)])
+    queries = [rand_unit(rng) for _ in range(3)]
+    filters = {"org": "acme", "user_id": "u1"}
+    batched = index.search_many(queries, filters=filters, limit=7, with_payload=False)
+    assert len(batched) == 3
+    for query, hits in zip(queries, batched):
+        alone = index.search(query, filters=filters, limit=7, with_payload=False)
+        assert [(h.point_id, round(h.score, 5)) for h in hits] == [(h.point_id, round(h.score, 5)) for h in alone]
+        assert all(h.point_id % 3 for h in hits)  # the filter holds for every vector of the batch
