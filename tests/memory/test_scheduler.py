@@ -58,7 +58,7 @@ def test_a_failed_extraction_after_commit_answers_201_and_the_sweep_finishes_it(
     checks = client.get("/readyz").json()["checks"]
     assert checks["extraction"] == {"status": "ok", "ms": checks["extraction"]["ms"], "messages": 0,
                                     "oldest_pending_seconds": None}
-    assert wait_until(lambda: client.get("/readyz").json()["checks"]["maintenance"]["jobs"]["memories_evict"],
+    assert wait_until(lambda: client.get("/readyz").json()["checks"]["maintenance"]["jobs"]["sqlite_analyze"],
                       timeout=60, interval=0.2)
     jobs = client.get("/readyz").json()["checks"]["maintenance"]["jobs"]
     assert jobs["extraction_resume"]["ok"] and jobs["extraction_resume"]["where"].startswith("web:")
