@@ -73,6 +73,9 @@ def _export(model, target: Path) -> None:
             os.unlink(tmp)
 
 
+_CHUNK = 8  # texts per run once sorted by length
+
+
 class OnnxSentenceEncoder:
     def __init__(self, model, session, max_length: int) -> None:
         self._tokenizer = model.tokenizer
@@ -80,7 +83,24 @@ class OnnxSentenceEncoder:
         self._max_length = max_length
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        batch = self._tokenizer(list(texts), padding=True, truncation=True, max_length=self._max_length,
+        """Texts of similar length are run together: a batch is padded to its longest text, so one long
+        episode among short statements made every row of the batch cost as much as it (the usual
+        length sorting of sentence-transformers). Rows come back in the order given."""
+        texts = list(texts)
+        if len(texts) <= _CHUNK:
+            return self._encode(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), 0), dtype=np.float32)
+        for start in range(0, len(order), _CHUNK):
+            chunk = order[start:start + _CHUNK]
+            vectors = self._encode([texts[i] for i in chunk])
+            if out.shape[1] == 0:
+                out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
+            out[chunk] = vectors
+        return out
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        batch = self._tokenizer(texts, padding=True, truncation=True, max_length=self._max_length,
                                 return_tensors="np")
         feed = {name: np.asarray(batch[name], dtype=np.int64) for name in _INPUTS}
         hidden = self._session.run(None, feed)[0]
