@@ -107,6 +107,11 @@ def test_onnx_runtime_gives_the_vectors_pytorch_gives(tmp_path):
     assert float((batch_onnx * batch_torch).sum(axis=1).min()) > 0.9999
     single = np.stack([onnx.encode_one(t) for t in TEXTS])  # unpadded
     assert float((single * batch_torch).sum(axis=1).min()) > 0.9999
+    # More texts than one run takes, of mixed lengths: run in length-sorted chunks, returned in order.
+    mixed = [t * (1 + 9 * (i % 3 == 0)) for i, t in enumerate(TEXTS * 4)]
+    chunked = onnx.encode(mixed)
+    alone = np.stack([torch_only.encode_one(t) for t in mixed])
+    assert float((chunked * alone).sum(axis=1).min()) > 0.9999
 
 
 def test_a_failed_export_falls_back_to_pytorch(tmp_path, monkeypatch):
