@@ -347,9 +347,12 @@ def _measure(args, bench, meta, served) -> int:
     from tenancy.models import Org
 
     org = Org.objects.get(slug="bench")
-    from config.sqlite_stats import sqlite_analyze
+    from memory.warmup import settle, warm_up
 
-    sqlite_analyze()  # as the served process does at start-up (memory/warmup.py)
+    # As the served process starts (memory/warmup.py): models, planner statistics, the snapshots of the
+    # most recently active users (as many as RECALL_CORPUS_USERS), the garbage collector's freeze.
+    warm_up()
+    settle()
     embedder = active_embedder()
     index = get_vector_index()
     collection = meta["collection"]

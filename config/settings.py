@@ -296,6 +296,14 @@ RECALL_CANDIDATES = env.int("RECALL_CANDIDATES", default=40)
 # Users whose recall snapshot (rows, text verdicts, keyword index; memory/selectors/corpus.py) a process
 # keeps, least recently used first out: about 0.5 MB per user of 500 memories.
 RECALL_CORPUS_USERS = env.int("RECALL_CORPUS_USERS", default=256)
+# A recall that finds its user's snapshot being rebuilt after a write waits this long for it, then builds.
+RECALL_CORPUS_WAIT_SECONDS = env.float("RECALL_CORPUS_WAIT_SECONDS", default=1.0)
+# Rebuild a user's snapshot on a background thread right after a write to their memories commits in
+# this process (off: the next recall rebuilds it).
+RECALL_CORPUS_REFRESH = env.bool("RECALL_CORPUS_REFRESH", default=True)
+# Build the snapshots of the most recently active users (up to RECALL_CORPUS_USERS) once the web
+# process has loaded its models.
+RECALL_CORPUS_WARM = env.bool("RECALL_CORPUS_WARM", default=True)
 RECALL_MIN_RELEVANCE = env.float("RECALL_MIN_RELEVANCE", default=0.05)
 # "Forget what matches this query": a memory is in the preview when its cosine to the query reaches
 # this, or it shares the query's best keyword match.

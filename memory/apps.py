@@ -11,3 +11,7 @@ class MemoryConfig(AppConfig):
         from memory import receivers
 
         messages_appended.connect(receivers.on_messages_appended, dispatch_uid="memory.extract_on_append")
+        # A write's generation bump rebuilds that user's recall snapshot off the request path.
+        from memory.cache import generation_bumped
+
+        generation_bumped.connect(receivers.on_generation_bumped, dispatch_uid="memory.refresh_snapshot")

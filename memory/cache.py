@@ -17,6 +17,7 @@ import time
 
 from django.conf import settings
 from django.core.cache import cache
+from django.dispatch import Signal
 
 from memory.choices import MemoryKind, MemoryStatus
 
@@ -67,6 +68,11 @@ def _generation(key: str) -> int:
     return int(value) if value is not None else time.time_ns()
 
 
+# Sent in the process that bumped a user's generation, after the bump: a process that keeps something
+# of that user's memories may refresh it now instead of on the next read (memory/receivers.py).
+generation_bumped = Signal()
+
+
 def user_generation(org_id: int, user_id: str):
     """Compared for equality only. With Redis it is (counter, epoch): a bump lost in a partition
     bumps the MySQL epoch instead, so the pair moves either way."""
@@ -87,6 +93,7 @@ def user_generation_bump(org_id: int, user_id: str) -> None:
     # not move, and processes that cached under it would keep serving the old keyword index.
     if bumped is None and _redis() is not None:
         _epoch_bump(org_id, user_id)
+    generation_bumped.send(sender=None, org_id=org_id, user_id=user_id)
 
 
 def memory_cache_payload(memory) -> dict:

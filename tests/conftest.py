@@ -48,6 +48,9 @@ def _eager_celery(request):
 @pytest.fixture(autouse=True)
 def _immediate_access_stats(settings):
     settings.ACCESS_STATS_FLUSH_SECONDS = 0  # tests read access counts right after a recall
+    # No background snapshot rebuilds racing the test's own statements (tests/memory/test_recall_snapshot.py
+    # turns them on).
+    settings.RECALL_CORPUS_REFRESH = False
 
 
 @pytest.fixture(autouse=True)

@@ -13,8 +13,10 @@ source conversation is readable now, whether a linked entity is allowed now
 
 A snapshot holds no memory text: term hashes, flags and the speaker label only. The access count
 (the frequency prior) is as of the snapshot's build."""
+import logging
 import threading
 from collections import defaultdict
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -22,6 +24,7 @@ import numpy as np
 from cachetools import LRUCache
 from django.conf import settings
 from django.db import connection
+from django.db.models import Max
 
 from config.plain_reads import plain_rows
 from conversations.models import Conversation
@@ -34,6 +37,7 @@ from memory.models import EntityLink, Memory, MemorySource, MemoryTerms
 CANDIDATE_COLUMNS = ("id", "kind", "scope", "conversation_id", "created_at", "valid_from", "valid_to", "occurred_at",
                      "importance", "access_count", "content_hash")
 _COLUMN_INDEX = {name: i for i, name in enumerate(CANDIDATE_COLUMNS)}
+logger = logging.getLogger(__name__)
 _DATETIME_AT = tuple(_COLUMN_INDEX[name] for name in ("created_at", "valid_from", "valid_to", "occurred_at"))
 
 
@@ -169,22 +173,80 @@ def build(org_id: int, user_id: str, generation) -> UserCorpus:
 
 _corpora: LRUCache | None = None
 _lock = threading.Lock()
+_inflight: dict[tuple[int, str], Future] = {}  # background rebuilds (refresh_soon)
+_refresher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recall-snapshot")
+
+
+def _cache() -> LRUCache:
+    global _corpora
+    if _corpora is None:
+        _corpora = LRUCache(maxsize=settings.RECALL_CORPUS_USERS)
+    return _corpora
 
 
 def user_corpus(org_id: int, user_id: str) -> UserCorpus:
-    global _corpora
-    generation = user_generation(org_id, user_id)
     key = (org_id, user_id)
+    generation = user_generation(org_id, user_id)
     with _lock:
-        if _corpora is None:
-            _corpora = LRUCache(maxsize=settings.RECALL_CORPUS_USERS)
-        cached = _corpora.get(key)  # a read counts as a use
+        cached = _cache().get(key)  # a read counts as a use
         if cached is not None and cached.generation == generation:
             return cached
+        running = _inflight.get(key)
+    if running is not None:  # a rebuild after this user's last write is under way: its result, not a second build
+        try:
+            built = running.result(timeout=settings.RECALL_CORPUS_WAIT_SECONDS)
+            if built is not None and built.generation == generation:
+                return built
+        except Exception:  # its own error is logged there; build here
+            pass
     corpus = build(org_id, user_id, generation)
     with _lock:
-        _corpora[key] = corpus
+        _cache()[key] = corpus
     return corpus
+
+
+def _rebuild(key: tuple[int, str]) -> UserCorpus | None:
+    from django.db import connection as thread_connection
+
+    try:
+        corpus = build(*key, user_generation(*key))
+        with _lock:
+            _cache()[key] = corpus
+        return corpus
+    except Exception:
+        logger.exception("recall snapshot rebuild failed org=%s", key[0])
+        return None
+    finally:
+        with _lock:
+            _inflight.pop(key, None)
+        thread_connection.close()  # this thread's own connection
+
+
+def refresh_soon(org_id: int, user_id: str) -> None:
+    """After a write to this user's memories in this process: rebuild the user's snapshot on a thread of
+    its own if one is kept (a user in use), so the next recall finds it built instead of building it
+    while it waits. Users without a snapshot are built when first asked for."""
+    key = (org_id, user_id)
+    with _lock:
+        if key not in _cache() or key in _inflight:
+            return
+        _inflight[key] = _refresher.submit(_rebuild, key)
+
+
+def warm(limit: int | None = None) -> int:
+    """Build the snapshots of the users whose memories changed last (up to the cache's capacity), as
+    the web process starts: their first recall then finds them. Returns how many were built."""
+    limit = settings.RECALL_CORPUS_USERS if limit is None else limit
+    users = (Memory.objects.filter(status=MemoryStatus.ACTIVE).values("org_id", "user_id")
+             .annotate(last=Max("updated_at")).order_by("-last")[:limit])
+    built = 0
+    for row in users:
+        key = (row["org_id"], row["user_id"])
+        corpus = build(*key, user_generation(*key))
+        with _lock:
+            _cache()[key] = corpus
+        built += 1
+    return built
 
 
 def keyword_scores(*, org_id: int, user_id: str, query: str) -> dict[int, float]:
@@ -194,5 +256,4 @@ def keyword_scores(*, org_id: int, user_id: str, query: str) -> dict[int, float]
 
 def clear() -> None:
     with _lock:
-        if _corpora is not None:
-            _corpora.clear()
+        _cache().clear()

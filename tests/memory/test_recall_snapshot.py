@@ -73,3 +73,27 @@ def test_snapshots_hold_one_user_each(org):
     assert _ids(org, "zqboat") == [mine.id]
     held = corpus.user_corpus(org.id, "u1")
     assert set(held.ids.tolist()) == {mine.id}
+
+
+def test_a_write_rebuilds_a_kept_snapshot_off_the_request_path(org, settings):
+    settings.RECALL_CORPUS_REFRESH = True
+    first = memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content="The zqmill runs on Mondays.")).memory
+    assert _ids(org, "zqmill") == [first.id]  # kept
+    second = memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content="The zqmill oil is in the shed.")).memory
+    key = (org.id, "u1")
+    running = corpus._inflight.get(key)
+    if running is not None:
+        running.result(timeout=10)
+    rebuilt = corpus._cache().get(key)
+    assert rebuilt is not None and second.id in rebuilt  # rebuilt by the write, before any recall asked
+    with CaptureQueriesContext(connection) as ctx:
+        assert set(_ids(org, "zqmill")) == {first.id, second.id}
+    assert not any("memoryterms" in q["sql"].lower() for q in ctx.captured_queries)
+
+
+def test_warm_builds_the_most_recently_active_users(org):
+    memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content="The zqfence is green."))
+    memory_write(MemoryInput(org=org, user_id="u2", kind="fact", content="The zqgate is red."))
+    corpus.clear()
+    assert corpus.warm(limit=1) == 1
+    assert list(corpus._cache().keys()) == [(org.id, "u2")]  # the most recent writer

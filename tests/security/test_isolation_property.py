@@ -581,7 +581,7 @@ def check_caches() -> None:
     # current enough to be served.
     from memory.cache import user_generation
 
-    for (org_id, user_id), index in list((corpus._corpora or {}).items()):
+    for (org_id, user_id), index in list(corpus._cache().items()):
         if index.generation != user_generation(org_id, user_id):
             continue
         ids = [int(i) for i in index.ids]
