@@ -124,6 +124,25 @@ class UserCorpus:
                 self._links[memory_id] = links.get(memory_id, [])
         return {i: self._sources[i] for i in ids}, {i: self._links[i] for i in ids}
 
+    def prefetch(self, org_id: int, user_id: str) -> None:
+        """Read the sources and links of every memory of the snapshot at once (two joined statements), so
+        recall reads none: for snapshots built off the request path (`refresh_soon`, `warm`)."""
+        qn = connection.ops.quote_name
+        m = Memory._meta
+        where = (f"{qn(m.db_table)}.{qn(m.get_field('org').column)} = %s AND {qn(m.db_table)}.{qn('user_id')} = %s "
+                 f"AND {qn(m.db_table)}.{qn(m.get_field('status').column)} = %s")
+        params = [org_id, user_id, MemoryStatus.ACTIVE.value]
+        sources: dict[int, list[dict]] = defaultdict(list)
+        for memory_id, message_id, conversation_id, ref in _joined(MemorySource, ("memory", "message", "conversation",
+                                                                                  "external_ref"), where, params):
+            sources[memory_id].append({"message_id": message_id, "conversation_id": conversation_id, "ref": ref})
+        links: dict[int, list[int]] = defaultdict(list)
+        for memory_id, entity_id in _joined(EntityLink, ("memory", "entity"), where, params):
+            links[memory_id].append(entity_id)
+        for memory_id in self.raw:
+            self._sources[memory_id] = sources.get(memory_id, [])
+            self._links[memory_id] = links.get(memory_id, [])
+
     def owners(self, org_id: int, conversation_ids: set[int]) -> dict[int, str]:
         """The owner of each conversation of the org (owners never change)."""
         wanted = [c for c in conversation_ids if c not in self._owners]
@@ -132,6 +151,17 @@ class UserCorpus:
             for conversation_id in wanted:
                 self._owners[conversation_id] = found.get(conversation_id)
         return {c: self._owners[c] for c in conversation_ids if self._owners.get(c) is not None}
+
+
+def _joined(model, columns: tuple[str, ...], where: str, params: list) -> list[tuple]:
+    """`model`'s columns for the rows whose `memory` is one of the memories `where` selects."""
+    qn, opts, m = connection.ops.quote_name, model._meta, Memory._meta
+    cols = ", ".join(f"{qn(opts.db_table)}.{qn(opts.get_field(c).column)}" for c in columns)
+    sql = (f"SELECT {cols} FROM {qn(opts.db_table)} INNER JOIN {qn(m.db_table)} ON "
+           f"{qn(m.db_table)}.{qn(m.pk.column)} = {qn(opts.db_table)}.{qn(opts.get_field('memory').column)} WHERE {where}")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
 
 
 def _rows_statement() -> str:
@@ -210,6 +240,7 @@ def _rebuild(key: tuple[int, str]) -> UserCorpus | None:
 
     try:
         corpus = build(*key, user_generation(*key))
+        corpus.prefetch(*key)
         with _lock:
             _cache()[key] = corpus
         return corpus
@@ -243,6 +274,7 @@ def warm(limit: int | None = None) -> int:
     for row in users:
         key = (row["org_id"], row["user_id"])
         corpus = build(*key, user_generation(*key))
+        corpus.prefetch(*key)
         with _lock:
             _cache()[key] = corpus
         built += 1

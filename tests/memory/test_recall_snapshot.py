@@ -97,3 +97,18 @@ def test_warm_builds_the_most_recently_active_users(org):
     corpus.clear()
     assert corpus.warm(limit=1) == 1
     assert list(corpus._cache().keys()) == [(org.id, "u2")]  # the most recent writer
+
+
+def test_prefetched_sources_and_links_are_the_ones_read_on_demand(org):
+    conversation = create_conversation(make_client(org, "u1"))["id"]
+    for i, content in enumerate(["The zqbin is by the north gate.", "Our dog Rex sleeps in the barn.",
+                                 "我们农场在黑龙江齐齐哈尔。"]):
+        memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content=content,
+                                 sources=[SourceRef(conversation_id=conversation, external_ref=f"turn-{i}")]))
+    memory_write(MemoryInput(org=org, user_id="u2", kind="fact", content="Not u1's zqbin."))
+    lazy = corpus.build(org.id, "u1", 1)
+    eager = corpus.build(org.id, "u1", 1)
+    eager.prefetch(org.id, "u1")
+    ids = list(lazy.raw)
+    assert len(ids) == 3 and eager.sources_links(ids) == lazy.sources_links(ids)
+    assert all(len(found) == 1 for found in eager.sources_links(ids)[0].values())
