@@ -36,7 +36,8 @@ run: migrate
 	$(PY) manage.py ensure_demo --host $(HOST) --port $(PORT)
 	$(PY) manage.py ensure_demo_operators
 	# One process owns the embedded Qdrant shard: a single gunicorn worker with threads.
-	$(VENV)/bin/gunicorn config.wsgi -b $(HOST):$(PORT) -w 1 --threads 8 --timeout 120
+	# The worker's heartbeat file in memory: gunicorn touches it on every pass of its loop.
+	$(VENV)/bin/gunicorn config.wsgi -b $(HOST):$(PORT) -w 1 --threads 8 --timeout 120 $(if $(wildcard /dev/shm),--worker-tmp-dir /dev/shm)
 
 test: test-embedded test-service
 

@@ -353,6 +353,7 @@ def _measure(args, bench, meta, served) -> int:
     # most recently active users (as many as RECALL_CORPUS_USERS), the garbage collector's freeze.
     warm_up()
     settle()
+    sys.setswitchinterval(settings.PYTHON_SWITCH_INTERVAL_SECONDS)  # as config/wsgi.py sets it
     embedder = active_embedder()
     index = get_vector_index()
     collection = meta["collection"]

@@ -20,6 +20,11 @@ from pathlib import Path
 from bench.common import _SERVICE_ENV, REPO_ROOT
 
 
+def worker_tmp_dir() -> list[str]:
+    """As the Makefile's `run` target: gunicorn's heartbeat file in memory (a chmod per request loop)."""
+    return ["--worker-tmp-dir", "/dev/shm"] if os.path.isdir("/dev/shm") else []
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -46,7 +51,7 @@ class Server:
                     "LOG_LEVEL": os.environ.get("LOG_LEVEL", "ERROR"), **self.extra_env})
         gunicorn = Path(sys.executable).with_name("gunicorn")
         cmd = [str(gunicorn), "config.wsgi", "-b", f"127.0.0.1:{self.port}", "-w", "1", "--threads",
-               str(self.threads), "--timeout", "120"]
+               str(self.threads), "--timeout", "120", *worker_tmp_dir()]
         self.log_path = self.var_dir / "gunicorn.log"
         self._log_file = open(self.log_path, "ab")
         self.proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=self._log_file, stderr=subprocess.STDOUT,

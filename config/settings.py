@@ -304,6 +304,9 @@ RECALL_CORPUS_REFRESH = env.bool("RECALL_CORPUS_REFRESH", default=True)
 # Build the snapshots of the most recently active users (up to RECALL_CORPUS_USERS) once the web
 # process has loaded its models.
 RECALL_CORPUS_WARM = env.bool("RECALL_CORPUS_WARM", default=True)
+# The web process's GIL switch interval (Python's default 0.005): how long a thread that wants the GIL
+# waits before the running thread is asked to hand it over.
+PYTHON_SWITCH_INTERVAL_SECONDS = env.float("PYTHON_SWITCH_INTERVAL_SECONDS", default=0.001)
 RECALL_MIN_RELEVANCE = env.float("RECALL_MIN_RELEVANCE", default=0.05)
 # "Forget what matches this query": a memory is in the preview when its cosine to the query reaches
 # this, or it shares the query's best keyword match.

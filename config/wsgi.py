@@ -5,6 +5,15 @@ from django.core.wsgi import get_wsgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 application = get_wsgi_application()
 
+# Threads of this process (request threads, the encoder threads that embed a query while its request
+# reads) hand the GIL to each other: a thread waiting for it waits up to the switch interval, 5 ms by
+# default, which a recall paid several times over (docs/performance.md).
+import sys  # noqa: E402
+
+from django.conf import settings  # noqa: E402
+
+sys.setswitchinterval(settings.PYTHON_SWITCH_INTERVAL_SECONDS)
+
 # Models and the vector index load on a background thread: the port answers at once (/healthz 200,
 # /readyz 503 "warmup: loading" until they are loaded), instead of accepting connections and
 # answering nothing for the ~15 s the loading takes.
