@@ -273,10 +273,16 @@ RECALL_LONG_QUERY = env.json("RECALL_LONG_QUERY", default={
 # Turn neighbours: memories of the turns within `neighbours` positions of the best `neighbour_pool`
 # candidates' turns are candidates too (one SQL statement); those next to the top `seeds` hits gain
 # `neighbour_weight`. A question naming a transcript speaker: that speaker's turns gain `speaker_weight`.
-# Chosen on the LoCoMo tuning half (docs/evaluation.md, "Turn neighbours and the named speaker").
+# Background: every candidate loses `background_weight` x the semantic weight x (its cosine to the mean
+# of all candidates' vectors - the lowest such cosine): a line close to everything ("Maria: I bet")
+# answers nothing in particular. Before the seeds are chosen; not under `background_min` candidates
+# (a handful of memories: their mean is the question's own topic); 0 turns it off. In-process only.
+# Chosen on the LoCoMo tuning half (docs/evaluation.md, "Turn neighbours and the named speaker",
+# "The background of the candidates").
 RECALL_SECOND_LOOK = env.json("RECALL_SECOND_LOOK", default={
     "seeds": 2, "weight": 0.4, "expand": False,
     "neighbours": 2, "neighbour_pool": 4, "neighbour_weight": 0.3, "speaker_weight": 0.2,
+    "background_weight": 1.6, "background_min": 20,
 })
 ACCESS_STATS_FLUSH_SECONDS = env.float("ACCESS_STATS_FLUSH_SECONDS", default=5.0)
 # Short turns and memories: weak length normalisation and early term saturation (LoCoMo-tuned, docs/evaluation.md).

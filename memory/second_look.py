@@ -18,6 +18,14 @@ lineage-checked with the rest; after the first round, those next to the top hits
 `neighbour_weight`. The named speaker (`speaker_weight`): a question that names one of the
 transcript speakers ("What might Caroline's degree be in?") is more often answered by what that
 speaker said, so their turns gain a little.
+
+The background (`background_weight`): a candidate close to the candidates as a whole (a short,
+generic line such as "Maria: I bet", whose vector is mostly its speaker's name and the
+conversation's tone) is close to any question about them, whatever it asks. As in Rocchio's
+feedback, where the non-relevant documents' centroid is subtracted from the query, every candidate
+loses `background_weight` x (its cosine to the mean of all candidates' stored vectors, less the
+lowest such cosine) x the semantic fusion weight, before the seeds are chosen (so the seeds are what the
+question singles out, not what every question about that person finds) and in the final score.
 """
 import re
 
@@ -112,6 +120,50 @@ def asked_speakers(query: str, speakers: dict[int, str | None]) -> set[str]:
     return asked if asked != names else set()
 
 
+def _cosines(q, vectors, kept, ids: list[int], stored: np.ndarray, unit: np.ndarray) -> dict[int, float]:
+    """Cosine of `unit` to each candidate's stored vector, by the read path's rule: the multilingual
+    half alone whenever Chinese is on either side."""
+    share = settings.RECALL_WEIGHTS["multilingual_share_en"]
+    mixed = similarity(vectors.embedder, unit, stored, cjk=False, first_weight=share)
+    multilingual = similarity(vectors.embedder, unit, stored, cjk=True)
+    query_cjk = is_cjk(q.query)
+    return {m: float(multilingual[i] if query_cjk or kept[m].cjk else mixed[i]) for i, m in enumerate(ids)}
+
+
+def _unit_mean(matrix: np.ndarray) -> np.ndarray:
+    mean = np.mean(matrix, axis=0)
+    return (mean / max(float(np.linalg.norm(mean)), 1e-9)).astype(np.float32)
+
+
+def _stored(ranked, kept) -> tuple[list[int], np.ndarray | None]:
+    ids = [memory_id for memory_id, _, _ in ranked if kept[memory_id].vector is not None]
+    return ids, (np.vstack([kept[m].vector for m in ids]) if ids else None)
+
+
+def background_penalty(q, vectors, kept, ids: list[int], stored: np.ndarray | None) -> dict[int, float]:
+    """What each candidate loses for being close to the candidates as a whole (module docstring):
+    `background_weight` x semantic weight x (its cosine to their mean stored vector - the lowest such
+    cosine). Raw cosines, not min-max scaled: when the candidates are all about one thing, the
+    differences are small and so is the penalty. Under `background_min` candidates there is no
+    background (a user with a handful of memories: their mean is the question's own topic). In-process
+    arithmetic over the vectors already read: no statement, no encoder call, no search."""
+    config = settings.RECALL_SECOND_LOOK
+    weight = config.get("background_weight", 0.0)
+    if not weight or stored is None or len(ids) < max(3, config.get("background_min", 0)):
+        return {}
+    closeness = _cosines(q, vectors, kept, ids, stored, _unit_mean(stored))
+    low = min(closeness.values())
+    w_sem = fusion_weights(q.query)[0]
+    return {m: weight * w_sem * (value - low) for m, value in closeness.items()}
+
+
+def _corrected(ranked, penalty: dict[int, float]):
+    """The first round's order with the background penalty taken off (the seeds are chosen from it)."""
+    if not penalty:
+        return ranked
+    return sorted(ranked, key=lambda row: (-(row[1] - penalty.get(row[0], 0.0)), -row[0]))
+
+
 def second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword_raw, score_round, admit,
                 neighbours: dict[int, int] | None = None, corpus=None):
     """Re-rank `ranked` with the second round; `kept`/`sources`/`links` grow in place through
@@ -120,12 +172,14 @@ def second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword
 
     config = settings.RECALL_SECOND_LOOK
     seeds_n = config["seeds"]
-    seeds = _distinct_top(ranked, sources, seeds_n)
+    ids, stored = _stored(ranked, kept)
+    penalty = background_penalty(q, vectors, kept, ids, stored)
+    order = _corrected(ranked, penalty)
+    seeds = _distinct_top(order, sources, seeds_n)
     seed_vectors = [kept[m].vector for m in seeds if kept[m].vector is not None]
     if not seeds or not seed_vectors:
         return ranked
-    centroid = np.mean(np.vstack(seed_vectors), axis=0)
-    centroid = (centroid / max(float(np.linalg.norm(centroid)), 1e-9)).astype(np.float32)
+    centroid = _unit_mean(np.vstack(seed_vectors))
     # The seeds' own terms, as the projection stored them (no text is read or segmented again).
     keyword2 = corpus.keyword_scores_of(np.concatenate([corpus.hashes[m] for m in seeds if m in corpus.hashes]
                                                        or [np.zeros(0, dtype=np.int64)]))
@@ -137,22 +191,17 @@ def second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword
         if new_ids:
             admit(new_ids)
             ranked = score_round(kept)
+            ids, stored = _stored(ranked, kept)
+            penalty = background_penalty(q, vectors, kept, ids, stored)
+            order = _corrected(ranked, penalty)
     # Neighbours (found before the back-check) of the turns of this round's top items gain a bonus.
-    seed_of_message = {s.get("message_id"): m for m in _distinct_top(ranked, sources, config.get("neighbour_seeds", seeds_n))
+    seed_of_message = {s.get("message_id"): m for m in _distinct_top(order, sources, config.get("neighbour_seeds", seeds_n))
                        for s in sources.get(m, ())}
     near = {m: seed_of_message[seed_message] for m, seed_message in (neighbours or {}).items()
             if seed_message in seed_of_message and m in kept}
-    ids = [memory_id for memory_id, _, _ in ranked if kept[memory_id].vector is not None]
     if not ids:
         return ranked
-    stored = np.vstack([kept[m].vector for m in ids])
-    # The read path's rule: the multilingual half alone whenever Chinese is on either side.
-    share = settings.RECALL_WEIGHTS["multilingual_share_en"]
-    mixed = similarity(vectors.embedder, centroid, stored, cjk=False, first_weight=share)
-    multilingual = similarity(vectors.embedder, centroid, stored, cjk=True)
-    query_cjk = is_cjk(q.query)
-    semantic2 = minmax({m: float(multilingual[i] if query_cjk or kept[m].cjk else mixed[i])
-                         for i, m in enumerate(ids)})
+    semantic2 = minmax(_cosines(q, vectors, kept, ids, stored, centroid))
     top2 = max((keyword2.get(m, 0.0) for m in kept), default=0.0)
     w_sem, w_kw = fusion_weights(q.query)
     weight = config["weight"]
@@ -163,7 +212,7 @@ def second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword
     bonus = {}
     for memory_id, _, _ in ranked:
         kw2 = keyword2.get(memory_id, 0.0) / top2 if top2 > 0 else 0.0
-        bonus[memory_id] = weight * (w_sem * semantic2.get(memory_id, 0.0) + w_kw * kw2)
+        bonus[memory_id] = weight * (w_sem * semantic2.get(memory_id, 0.0) + w_kw * kw2) - penalty.get(memory_id, 0.0)
         if memory_id in near:
             bonus[memory_id] += config.get("neighbour_weight", 0.0)
         if asked and speakers.get(memory_id) in asked:
