@@ -350,7 +350,7 @@ def _measure(args, bench, meta, served) -> int:
     from memory.warmup import settle, warm_up
 
     # As the served process starts (memory/warmup.py): models, planner statistics, the snapshots of the
-    # most recently active users (as many as RECALL_CORPUS_USERS), the garbage collector's freeze.
+    # most recently active users (as many as RECALL_CORPUS["users"]), the garbage collector's freeze.
     warm_up()
     settle()
     sys.setswitchinterval(settings.PYTHON_SWITCH_INTERVAL_SECONDS)  # as config/wsgi.py sets it

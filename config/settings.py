@@ -299,17 +299,12 @@ RECALL_RECENCY_HALF_LIFE_DAYS = env.float("RECALL_RECENCY_HALF_LIFE_DAYS", defau
 # Per retriever, at least 3k. 40 vs 60 at 100 memories per user: same top-5 hit rate (0.89), p95 -1.8 ms
 # (bench.recall --candidates, docs/performance.md); LoCoMo fetches k=25, so 75 there either way.
 RECALL_CANDIDATES = env.int("RECALL_CANDIDATES", default=40)
-# Users whose recall snapshot (rows, text verdicts, keyword index; memory/selectors/corpus.py) a process
-# keeps, least recently used first out: about 0.5 MB per user of 500 memories.
-RECALL_CORPUS_USERS = env.int("RECALL_CORPUS_USERS", default=256)
-# A recall that finds its user's snapshot being rebuilt after a write waits this long for it, then builds.
-RECALL_CORPUS_WAIT_SECONDS = env.float("RECALL_CORPUS_WAIT_SECONDS", default=1.0)
-# Rebuild a user's snapshot on a background thread right after a write to their memories commits in
-# this process (off: the next recall rebuilds it).
-RECALL_CORPUS_REFRESH = env.bool("RECALL_CORPUS_REFRESH", default=True)
-# Build the snapshots of the most recently active users (up to RECALL_CORPUS_USERS) once the web
-# process has loaded its models.
-RECALL_CORPUS_WARM = env.bool("RECALL_CORPUS_WARM", default=True)
+# The per-user recall snapshot (rows, text verdicts, keyword index; memory/selectors/corpus.py): how many
+# users a process keeps (LRU, ~0.5 MB per user of 500 memories); how long a recall that finds its user's
+# snapshot being rebuilt waits for it before building; whether a write here rebuilds its user's kept
+# snapshot on a background thread; whether the web process builds the most recently active users'
+# snapshots once its models are loaded.
+RECALL_CORPUS = env.json("RECALL_CORPUS", default={"users": 256, "wait_seconds": 1.0, "refresh": True, "warm": True})
 # The web process's GIL switch interval (Python's default 0.005): how long a thread that wants the GIL
 # waits before the running thread is asked to hand it over.
 PYTHON_SWITCH_INTERVAL_SECONDS = env.float("PYTHON_SWITCH_INTERVAL_SECONDS", default=0.001)

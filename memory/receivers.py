@@ -10,7 +10,7 @@ def on_generation_bumped(sender, *, org_id: int, user_id: str, **kwargs) -> None
     path, if this process keeps one (memory/selectors/corpus.py)."""
     from django.conf import settings
 
-    if settings.RECALL_CORPUS_REFRESH:
+    if settings.RECALL_CORPUS["refresh"]:
         from memory.selectors.corpus import refresh_soon
 
         refresh_soon(org_id, user_id)

@@ -59,7 +59,7 @@ def settle() -> None:
     collector's reach, whose full passes over them paused requests for tens of milliseconds."""
     from django.conf import settings
 
-    if settings.RECALL_CORPUS_WARM:
+    if settings.RECALL_CORPUS["warm"]:
         from memory.selectors.corpus import warm
 
         try:

@@ -50,7 +50,7 @@ def _immediate_access_stats(settings):
     settings.ACCESS_STATS_FLUSH_SECONDS = 0  # tests read access counts right after a recall
     # No background snapshot rebuilds racing the test's own statements (tests/memory/test_recall_snapshot.py
     # turns them on).
-    settings.RECALL_CORPUS_REFRESH = False
+    settings.RECALL_CORPUS = {**settings.RECALL_CORPUS, "refresh": False}
 
 
 @pytest.fixture(autouse=True)

@@ -210,7 +210,7 @@ _refresher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recall-snapsh
 def _cache() -> LRUCache:
     global _corpora
     if _corpora is None:
-        _corpora = LRUCache(maxsize=settings.RECALL_CORPUS_USERS)
+        _corpora = LRUCache(maxsize=settings.RECALL_CORPUS["users"])
     return _corpora
 
 
@@ -224,7 +224,7 @@ def user_corpus(org_id: int, user_id: str) -> UserCorpus:
         running = _inflight.get(key)
     if running is not None:  # a rebuild after this user's last write is under way: its result, not a second build
         try:
-            built = running.result(timeout=settings.RECALL_CORPUS_WAIT_SECONDS)
+            built = running.result(timeout=settings.RECALL_CORPUS["wait_seconds"])
             if built is not None and built.generation == generation:
                 return built
         except Exception:  # its own error is logged there; build here
@@ -267,7 +267,7 @@ def refresh_soon(org_id: int, user_id: str) -> None:
 def warm(limit: int | None = None) -> int:
     """Build the snapshots of the users whose memories changed last (up to the cache's capacity), as
     the web process starts: their first recall then finds them. Returns how many were built."""
-    limit = settings.RECALL_CORPUS_USERS if limit is None else limit
+    limit = settings.RECALL_CORPUS["users"] if limit is None else limit
     users = (Memory.objects.filter(status=MemoryStatus.ACTIVE).values("org_id", "user_id")
              .annotate(last=Max("updated_at")).order_by("-last")[:limit])
     built = 0

@@ -76,7 +76,7 @@ def test_snapshots_hold_one_user_each(org):
 
 
 def test_a_write_rebuilds_a_kept_snapshot_off_the_request_path(org, settings):
-    settings.RECALL_CORPUS_REFRESH = True
+    settings.RECALL_CORPUS = {**settings.RECALL_CORPUS, "refresh": True}
     first = memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content="The zqmill runs on Mondays.")).memory
     assert _ids(org, "zqmill") == [first.id]  # kept
     second = memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content="The zqmill oil is in the shed.")).memory
