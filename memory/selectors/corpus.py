@@ -15,6 +15,7 @@ A snapshot holds no memory text: term hashes, flags and the speaker label only. 
 (the frequency prior) is as of the snapshot's build."""
 import logging
 import threading
+import time
 from collections import defaultdict
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from datetime import datetime
 import numpy as np
 from cachetools import LRUCache
 from django.conf import settings
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.db.models import Max
 
 from config.plain_reads import plain_rows
@@ -205,6 +206,7 @@ _corpora: LRUCache | None = None
 _lock = threading.Lock()
 _inflight: dict[tuple[int, str], Future] = {}  # background rebuilds (refresh_soon)
 _refresher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recall-snapshot")
+_REBUILD_ATTEMPTS = 3
 
 
 def _cache() -> LRUCache:
@@ -239,8 +241,17 @@ def _rebuild(key: tuple[int, str]) -> UserCorpus | None:
     from django.db import connection as thread_connection
 
     try:
-        corpus = build(*key, user_generation(*key))
-        corpus.prefetch(*key)
+        for attempt in range(_REBUILD_ATTEMPTS):
+            try:
+                corpus = build(*key, user_generation(*key))
+                corpus.prefetch(*key)
+                break
+            except DatabaseError:
+                # SQLite answers "locked" while the write that triggered this still projects; retry.
+                if attempt == _REBUILD_ATTEMPTS - 1:
+                    raise
+                thread_connection.close()
+                time.sleep(0.05 * (attempt + 1))
         with _lock:
             _cache()[key] = corpus
         return corpus
