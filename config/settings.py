@@ -133,9 +133,7 @@ if REDIS_URL:
     DJANGO_REDIS_IGNORE_EXCEPTIONS = True
     DJANGO_REDIS_LOG_IGNORED_EXCEPTIONS = True
 else:
-    # Django's default of 300 entries culls a third of them when full: with a few hundred users the
-    # per-user generation counters were culled and read as new generations, so every recall rebuilt its
-    # user's snapshot (memory/selectors/corpus.py).
+    # Django's default of 300 entries culled the per-user generation counters (read as new generations).
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "memory-service",
                           "OPTIONS": {"MAX_ENTRIES": env.int("LOCAL_CACHE_MAX_ENTRIES", default=20_000)}}}
 CACHE_TTL_SECONDS = env.int("CACHE_TTL_SECONDS", default=3600)
@@ -221,8 +219,7 @@ EXTRACTION_RESUME_AFTER_SECONDS = env.int("EXTRACTION_RESUME_AFTER_SECONDS", def
 # extraction sweep (with a broker: beat runs the rest, and recovery must not depend on beat), "off".
 MAINTENANCE_SCHEDULER = env.str("MAINTENANCE_SCHEDULER", default="all" if CELERY_TASK_ALWAYS_EAGER else "sweep")
 EXTRACTION_SWEEP_SECONDS = env.float("EXTRACTION_SWEEP_SECONDS", default=5.0)
-# The in-process scheduler's other jobs (reconcile, expire, evict, purge, re-embed) first run this long
-# after start-up, then at their intervals: a restart serves requests before it scans every point and row.
+# The scheduler's scans (reconcile, expire, evict, purge, re-embed) first run this long after start-up.
 MAINTENANCE_START_DELAY_SECONDS = env.float("MAINTENANCE_START_DELAY_SECONDS", default=120.0)
 # With the scheduler on "all": re-embed into EMBEDDING_MODEL when it is not the live collection's model.
 MAINTENANCE_REEMBED = env.bool("MAINTENANCE_REEMBED", default=True)
@@ -288,8 +285,7 @@ ACCESS_STATS_FLUSH_SECONDS = env.float("ACCESS_STATS_FLUSH_SECONDS", default=5.0
 # Short turns and memories: weak length normalisation and early term saturation (LoCoMo-tuned, docs/evaluation.md).
 KEYWORD_BM25_K1 = env.float("KEYWORD_BM25_K1", default=0.9)
 KEYWORD_BM25_B = env.float("KEYWORD_BM25_B", default=0.3)
-# Subtracted from an episode whose message's memories were all superseded (memory/selectors/episode_lineage.py):
-# what was said then ranks below what is current, and below unrelated-but-current standing items of similar relevance.
+# Subtracted from an episode whose message's memories were all superseded (memory/selectors/episode_lineage.py).
 RECALL_STALE_EPISODE_PENALTY = env.float("RECALL_STALE_EPISODE_PENALTY", default=0.3)
 # Chinese character bigrams as extra keyword terms beside jieba words (memory/keyword_zh.py).
 KEYWORD_ZH_BIGRAMS = env.bool("KEYWORD_ZH_BIGRAMS", default=False)
@@ -299,15 +295,10 @@ RECALL_RECENCY_HALF_LIFE_DAYS = env.float("RECALL_RECENCY_HALF_LIFE_DAYS", defau
 # Per retriever, at least 3k. 40 vs 60 at 100 memories per user: same top-5 hit rate (0.89), p95 -1.8 ms
 # (bench.recall --candidates, docs/performance.md); LoCoMo fetches k=25, so 75 there either way.
 RECALL_CANDIDATES = env.int("RECALL_CANDIDATES", default=40)
-# The per-user recall snapshot (rows, text verdicts, keyword index; memory/selectors/corpus.py): how many
-# users a process keeps (LRU, ~0.5 MB per user of 500 memories); how long a recall that finds its user's
-# snapshot being rebuilt waits for it before building; whether a write here rebuilds its user's kept
-# snapshot on a background thread; whether the web process builds the most recently active users'
-# snapshots once its models are loaded.
+# Per-user recall snapshots (memory/selectors/corpus.py; docs/configuration.md): users kept (LRU), wait for
+# a rebuild under way, rebuild after a write here, build the most recently active users at start-up.
 RECALL_CORPUS = env.json("RECALL_CORPUS", default={"users": 256, "wait_seconds": 1.0, "refresh": True, "warm": True})
-# The web process's GIL switch interval (Python's default 0.005): how long a thread that wants the GIL
-# waits before the running thread is asked to hand it over.
-PYTHON_SWITCH_INTERVAL_SECONDS = env.float("PYTHON_SWITCH_INTERVAL_SECONDS", default=0.001)
+PYTHON_SWITCH_INTERVAL_SECONDS = env.float("PYTHON_SWITCH_INTERVAL_SECONDS", default=0.001)  # config/wsgi.py
 RECALL_MIN_RELEVANCE = env.float("RECALL_MIN_RELEVANCE", default=0.05)
 # "Forget what matches this query": a memory is in the preview when its cosine to the query reaches
 # this, or it shares the query's best keyword match.
