@@ -125,7 +125,7 @@ def _jobs(mode: str) -> list[Job]:
     if mode == "all":  # the intervals of memory/beat.py
         jobs += [Job("projections_reconcile", 300, _reconcile), Job("memories_expire", 600, _expire),
                  Job("memories_evict", 3600, _evict), Job("idempotency_purge", 3600, _purge_idempotency),
-                 Job("sqlite_analyze", 3600, _analyze)]
+                 Job("sqlite_analyze", 300, _analyze)]
         if settings.MAINTENANCE_REEMBED:
             jobs.append(Job("reembed", 600, _reembed))
     return jobs
