@@ -35,6 +35,7 @@ __all__ = [
     "pos_tag",
     "split_message_sentences",
     "split_sentences",
+    "is_cjk",
     "is_small_talk",
     "split_speaker",
     "term_set",
@@ -152,6 +153,12 @@ def pos_tag(text: str) -> tuple[tuple[str, str], ...]:
     import jieba.posseg
 
     return tuple((p.word, p.flag) for p in jieba.posseg.cut(text))
+
+
+def is_cjk(text: str) -> bool:
+    """Mostly Chinese (cjk_ratio ≥ 0.3): the read path scores such a text with the multilingual half of
+    a composite vector only (MiniLM turns most Chinese into [UNK])."""
+    return cjk_ratio(text) >= 0.3
 
 
 # Part-of-speech flags (jieba) of words that carry content: nouns and names of every kind, verbal

@@ -14,7 +14,7 @@ from functools import lru_cache
 import numpy as np
 from django.conf import settings
 
-from conversations.textutil import cjk_ratio, is_small_talk, split_speaker, tokenize
+from conversations.textutil import is_cjk, is_small_talk, split_speaker, tokenize
 from memory.keyword_zh import bigrams
 from memory.models import MemoryTerms
 
@@ -72,7 +72,7 @@ def text_features(content: str, slot_key: str | None) -> tuple[np.ndarray, bool,
     """What the read path needs of a memory's text, read once: its term hashes, whether it is
     mostly Chinese (which half of a composite vector scores it), whether it is small talk, and the
     transcript speaker who said it ("Caroline: …"), or ""."""
-    return (term_hashes(memory_terms(content, slot_key)), cjk_ratio(content) >= 0.3, is_small_talk(content),
+    return (term_hashes(memory_terms(content, slot_key)), is_cjk(content), is_small_talk(content),
             (split_speaker(content)[0] or "")[:100])
 
 

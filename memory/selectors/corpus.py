@@ -39,6 +39,8 @@ CANDIDATE_COLUMNS = ("id", "kind", "scope", "conversation_id", "created_at", "va
                      "importance", "access_count", "content_hash")
 _COLUMN_INDEX = {name: i for i, name in enumerate(CANDIDATE_COLUMNS)}
 logger = logging.getLogger(__name__)
+_SOURCE_COLUMNS = ("memory", "message", "conversation", "external_ref")
+_LINK_COLUMNS = ("memory", "entity")
 _DATETIME_AT = tuple(_COLUMN_INDEX[name] for name in ("created_at", "valid_from", "valid_to", "occurred_at"))
 
 
@@ -113,17 +115,22 @@ class UserCorpus:
         """Sources and entity links of these memories (read once per snapshot, two plain reads)."""
         wanted = [i for i in ids if i not in self._sources]
         if wanted:
-            sources: dict[int, list[dict]] = defaultdict(list)
-            for memory_id, message_id, conversation_id, ref in plain_rows(
-                    MemorySource, ("memory", "message", "conversation", "external_ref"), wanted):
-                sources[memory_id].append({"message_id": message_id, "conversation_id": conversation_id, "ref": ref})
-            links: dict[int, list[int]] = defaultdict(list)
-            for memory_id, entity_id in plain_rows(EntityLink, ("memory", "entity"), wanted):
-                links[memory_id].append(entity_id)
-            for memory_id in wanted:
-                self._sources[memory_id] = sources.get(memory_id, [])
-                self._links[memory_id] = links.get(memory_id, [])
+            self._keep(wanted, plain_rows(MemorySource, _SOURCE_COLUMNS, wanted),
+                       plain_rows(EntityLink, _LINK_COLUMNS, wanted))
         return {i: self._sources[i] for i in ids}, {i: self._links[i] for i in ids}
+
+    def _keep(self, memory_ids, source_rows: list[tuple], link_rows: list[tuple]) -> None:
+        """Record these memories' sources and links (`_SOURCE_COLUMNS` / `_LINK_COLUMNS` rows); a memory
+        without rows has none."""
+        sources: dict[int, list[dict]] = defaultdict(list)
+        for memory_id, message_id, conversation_id, ref in source_rows:
+            sources[memory_id].append({"message_id": message_id, "conversation_id": conversation_id, "ref": ref})
+        links: dict[int, list[int]] = defaultdict(list)
+        for memory_id, entity_id in link_rows:
+            links[memory_id].append(entity_id)
+        for memory_id in memory_ids:
+            self._sources[memory_id] = sources.get(memory_id, [])
+            self._links[memory_id] = links.get(memory_id, [])
 
     def prefetch(self, org_id: int, user_id: str) -> None:
         """Read the sources and links of every memory of the snapshot at once (two joined statements), so
@@ -133,16 +140,8 @@ class UserCorpus:
         where = (f"{qn(m.db_table)}.{qn(m.get_field('org').column)} = %s AND {qn(m.db_table)}.{qn('user_id')} = %s "
                  f"AND {qn(m.db_table)}.{qn(m.get_field('status').column)} = %s")
         params = [org_id, user_id, MemoryStatus.ACTIVE.value]
-        sources: dict[int, list[dict]] = defaultdict(list)
-        for memory_id, message_id, conversation_id, ref in _joined(MemorySource, ("memory", "message", "conversation",
-                                                                                  "external_ref"), where, params):
-            sources[memory_id].append({"message_id": message_id, "conversation_id": conversation_id, "ref": ref})
-        links: dict[int, list[int]] = defaultdict(list)
-        for memory_id, entity_id in _joined(EntityLink, ("memory", "entity"), where, params):
-            links[memory_id].append(entity_id)
-        for memory_id in self.raw:
-            self._sources[memory_id] = sources.get(memory_id, [])
-            self._links[memory_id] = links.get(memory_id, [])
+        self._keep(self.raw, _joined(MemorySource, _SOURCE_COLUMNS, where, params),
+                   _joined(EntityLink, _LINK_COLUMNS, where, params))
 
     def owners(self, org_id: int, conversation_ids: set[int]) -> dict[int, str]:
         """The owner of each conversation of the org (owners never change)."""

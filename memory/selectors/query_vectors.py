@@ -14,14 +14,12 @@ from functools import lru_cache
 import numpy as np
 from django.conf import settings
 
-from conversations.textutil import cjk_ratio
+from conversations import textutil
 from memory.embeddings import CompositeEmbedder, encoder_pool
 from memory.query_shape import shape
 
-
-@lru_cache(maxsize=65536)
-def is_cjk(text: str) -> bool:
-    return cjk_ratio(text) >= 0.3
+# Queries repeat (a context call and its recall ask of the same message): cached.
+is_cjk = lru_cache(maxsize=65536)(textutil.is_cjk)
 
 
 @dataclass
