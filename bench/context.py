@@ -186,6 +186,8 @@ def main(argv=None) -> int:
             if "recall" in result.timings_ms:
                 inner["recall_inside"].append(result.timings_ms["recall"])
                 inner["rest"].append(ctx_ms - result.timings_ms["recall"])
+                for stage, stage_ms in result.timings_ms.items():
+                    inner.setdefault(f"stage:{stage}", []).append(stage_ms)
             b = by_budget[c["budget"]]
             b["context"].append(ctx_ms)
             b["floor"].append(r_ms + w_ms)
@@ -290,6 +292,9 @@ def main(argv=None) -> int:
     if inner_st:
         print(f"inside assemble_context: recall p50 {inner_st['recall_inside']['p50']} ms, everything else p50 "
               f"{inner_st['rest']['p50']} ms / p95 {inner_st['rest']['p95']} ms; {sql_count} SQL statements per call")
+        stages = [(k.removeprefix("stage:"), v) for k, v in inner_st.items() if k.startswith("stage:")]
+        print("stages (wall, the encode overlapping prepare → window):",
+              ", ".join(f"{name} {v['p50']} / {v['p95']}" for name, v in stages), "ms p50 / p95")
     print(f"ratio p50/p95 over every run's calls = {payload['ratio'].get('p50')}/{payload['ratio'].get('p95')}; "
           f"calls over budget: {over_budget}\n")
     run_rows = []

@@ -155,11 +155,10 @@ def _memory_sections(items: list[RecallItem]) -> tuple[_Lines, _Lines, _Lines]:
     return preferences, others, epi
 
 
-def _recall_items(req: ContextRequest, exclude_message_ids: set[int], timings: dict,
+def _recall_items(req: ContextRequest, exclude_message_ids: set[int],
                   pending_vectors=None) -> tuple[list[RecallItem], bool]:
     if pending_vectors is None:
         return [], False
-    t0 = time.perf_counter()
     # Standing preferences apply to every turn, relevant-looking or not: they are always
     # candidates (the Redis hash says which exist), and still pass the same back-check.
     preferences = {i for i, m in standing_memories(req.org.id, req.user_id).items()
@@ -169,7 +168,6 @@ def _recall_items(req: ContextRequest, exclude_message_ids: set[int], timings: d
                                 conversation_id=req.conversation.id, exclude_message_ids=exclude_message_ids,
                                 include_ids=set(sorted(preferences)[-settings.CONTEXT_MAX_PREFERENCES:]),
                                 pending_vectors=pending_vectors))
-    timings["recall"] = (time.perf_counter() - t0) * 1000
     return result.items, result.degraded
 
 
@@ -351,10 +349,26 @@ def _shrink(p: _Placement) -> bool:
     return False
 
 
+class _Clock:
+    """Wall time per stage into ``timings_ms``: `bench.context` reports where a call's time goes."""
+
+    def __init__(self, timings: dict[str, float]) -> None:
+        self.timings = timings
+        self.started = self.last = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.timings[stage] = (now - self.last) * 1000
+        self.last = now
+
+    def stop(self) -> None:
+        self.timings["total"] = (time.perf_counter() - self.started) * 1000
+
+
 def assemble_context(req: ContextRequest) -> ContextResult:
-    started = time.perf_counter()
-    budget = min(req.budget or settings.CONTEXT_DEFAULT_BUDGET, settings.MAX_CONTEXT_BUDGET)
     timings: dict[str, float] = {}
+    clock = _Clock(timings)
+    budget = min(req.budget or settings.CONTEXT_DEFAULT_BUDGET, settings.MAX_CONTEXT_BUDGET)
     fixed = _fixed(req, budget)  # raises for a system prompt over the budget, before any encode
     # The message is embedded on the encoder threads while the window and its token counts are
     # assembled below; recall takes the vectors when it needs them.
@@ -362,18 +376,24 @@ def assemble_context(req: ContextRequest) -> ContextResult:
     room = budget - fixed.tokens
     shares = _shares(req, room)
     evidence = evidence_units(req.evidence, max_passage_tokens=settings.CONTEXT_EVIDENCE_MAX_TOKENS)
+    clock.lap("prepare")
     tasks = _task_lines(req.conversation)
+    clock.lap("task_state")
     plan = WindowPlan(window_messages(req.conversation, req.at), query=req.message,
                       tool_result_max_tokens=settings.CONTEXT_TOOL_RESULT_MAX_TOKENS)
     candidates = _Candidates(evidence, tasks, _Lines(), _Lines(), _Lines())
-    items, degraded = _recall_items(req, _window_ids_beside_memory(req, candidates, shares, room, plan), timings,
-                                    pending)
+    in_window = _window_ids_beside_memory(req, candidates, shares, room, plan)
+    clock.lap("window")
+    items, degraded = _recall_items(req, in_window, pending)
+    clock.lap("recall")
     candidates.preferences, candidates.memories, candidates.episodes = _memory_sections(items)
     placement = _place(req, candidates, shares, room, plan)
+    clock.lap("placement")
     sections, out, total = _render(candidates, placement, fixed)
     while total > budget and _shrink(placement):  # hard cap
         sections, out, total = _render(candidates, placement, fixed)
-    timings["total"] = (time.perf_counter() - started) * 1000
+    clock.lap("render")
+    clock.stop()
     return ContextResult(sections=sections, messages=out, total_tokens=total, budget=budget, recall_degraded=degraded,
                          message_truncated=fixed.truncated, timings_ms=timings)
 
