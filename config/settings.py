@@ -293,7 +293,7 @@ RECALL_COLLAPSE_SAME_SOURCE = env.bool("RECALL_COLLAPSE_SAME_SOURCE", default=Tr
 RECALL_NORMALIZE_SEMANTIC = env.bool("RECALL_NORMALIZE_SEMANTIC", default=True)
 RECALL_RECENCY_HALF_LIFE_DAYS = env.float("RECALL_RECENCY_HALF_LIFE_DAYS", default=30.0)
 # Per retriever, at least 3k. 40 vs 60 at 100 memories per user: same top-5 hit rate (0.89), p95 -1.8 ms
-# (bench.recall --candidates, docs/performance.md); LoCoMo fetches k=25, so 75 there either way.
+# (bench.recall --candidates, docs/performance-history.md); LoCoMo fetches k=25, so 75 there either way.
 RECALL_CANDIDATES = env.int("RECALL_CANDIDATES", default=40)
 # Per-user recall snapshots (memory/selectors/corpus.py; docs/configuration.md): users kept (LRU), wait for
 # a rebuild under way, rebuild after a write here, build the most recently active users at start-up.

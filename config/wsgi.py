@@ -7,7 +7,7 @@ application = get_wsgi_application()
 
 # Threads of this process (request threads, the encoder threads that embed a query while its request
 # reads) hand the GIL to each other: a thread waiting for it waits up to the switch interval, 5 ms by
-# default, which a recall paid several times over (docs/performance.md).
+# default, which a recall paid several times over (docs/performance-history.md).
 import sys  # noqa: E402
 
 from django.conf import settings  # noqa: E402
