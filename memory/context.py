@@ -15,6 +15,7 @@ from datetime import datetime
 
 from django.conf import settings
 
+from config.plain_reads import plain_instances
 from conversations.models import Conversation, TaskState
 from conversations.summaries import summary_covering
 from conversations.tokens import (
@@ -130,7 +131,10 @@ def _source_label(item: RecallItem) -> str:
 
 def _task_lines(conversation: Conversation) -> _Lines:
     lines = _Lines()
-    for t in TaskState.objects.filter(conversation=conversation).order_by("-updated_at", "key"):
+    # A plain statement (config/plain_reads.py): every context call reads these few rows, and compiling
+    # the ORM query cost more than the read.
+    states = sorted(plain_instances(TaskState, None, conversation=conversation.id), key=lambda t: t.key)
+    for t in sorted(states, key=lambda t: t.updated_at, reverse=True):  # newest first, then by key
         lines.add(t.key, f"- {t.key} [{t.kind}] state={t.state} data={json.dumps(t.data, ensure_ascii=False, sort_keys=True)}"
                          f" (v{t.version})")
     return lines

@@ -175,3 +175,21 @@ def test_standing_preferences_join_every_context_but_respect_revocation(api):
     api.post(f"/api/v1/conversations/{old['id']}/access/revoke", {"user": "u1"}, format="json")
     ctx = context(api, conv, "3号拖拉机下次什么时候保养")
     assert "简洁" not in json.dumps(ctx["messages"], ensure_ascii=False)
+
+
+def test_task_state_section_lists_this_conversations_states_newest_first(api):
+    conv, other = create_conversation(api, "tasks"), create_conversation(api, "other-tasks")
+    for key, data in (("plan-a", {"step": 1, "备注": "先检修"}), ("draft-b", {"lines": 3})):
+        response = api.put(f"/api/v1/conversations/{conv['id']}/tasks/{key}", {"kind": "plan", "state": "draft",
+                                                                                "data": data}, format="json")
+        assert response.status_code in (200, 201), response.content
+    api.put(f"/api/v1/conversations/{other['id']}/tasks/elsewhere", {"kind": "plan", "state": "x", "data": {}},
+            format="json")
+    # plan-a is updated last, so it leads even though it was created first.
+    api.put(f"/api/v1/conversations/{conv['id']}/tasks/plan-a",
+            {"kind": "plan", "state": "in_progress", "data": {"step": 2, "备注": "先检修"}}, format="json")
+    ctx = context(api, conv, "下一步做什么", budget=2000)
+    tasks = section(ctx, "task_state")
+    assert tasks["included"] == ["plan-a", "draft-b"]
+    assert "state=in_progress" in tasks["text"] and '"备注": "先检修"' in tasks["text"]
+    assert "elsewhere" not in tasks["text"]
