@@ -84,8 +84,13 @@ def forget_request_decide(*, request: ForgetRequest, approve: bool, operator: st
     return request
 
 
+@retry_on_contention
 def _memory_forget(memory_id: int, request: ForgetRequest | None) -> tuple[bool, list[int]]:
-    """Forget one memory. Returns (changed, source message ids)."""
+    """Forget one memory. Returns (changed, source message ids).
+
+    One transaction per memory, retried on lock contention: an execution runs after the approval has
+    committed (a worker, or the approval's on-commit hook with eager tasks), so a lock held by a
+    concurrent reader or writer must not leave an approved request half done until the resume sweep."""
     with transaction.atomic():
         memory = Memory.objects.select_for_update().filter(id=memory_id).first()
         if memory is None:

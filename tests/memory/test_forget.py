@@ -219,3 +219,38 @@ def test_executed_forget_answer_names_what_it_did(api):
     with_messages = api.get(f"/api/v1/forget/{created['id']}").json()
     assert with_messages["result"]["redacted_message_ids"] == [budget_message]
     assert Message.objects.get(id=budget_message).redacted
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_forget_that_meets_lock_contention_is_retried_not_left_half_done(org, monkeypatch):
+    """A concurrent reader can hold a table lock when the execution writes (shared-cache SQLite answers
+    "table is locked" at once; MariaDB a deadlock): the memory's transaction is rolled back and run
+    again, so the request is executed whole and nothing of the failed attempt is left behind."""
+    from django.db import OperationalError
+
+    from memory.services import forget as forget_service
+    from memory.services.memories import MemoryInput, memory_write
+
+    memory = memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content="我们合作社今年的采购预算是八十万。",
+                                      assertion="user_stated", created_by="api", actor="test")).memory
+    request = ForgetRequest.objects.create(org=org, subject_user="u1", requested_by="u1", target="memory",
+                                           memory=memory, matched_ids=[memory.id], status="approved")
+    real_terms, attempts = forget_service.MemoryTerms, []
+
+    class LockedOnce:  # the terms table, locked by another connection on the first attempt
+        class objects:
+            @staticmethod
+            def filter(**kwargs):
+                attempts.append(kwargs)
+                if len(attempts) == 1:
+                    raise OperationalError("database table is locked: memory_memoryterms")
+                return real_terms.objects.filter(**kwargs)
+
+    monkeypatch.setattr(forget_service, "MemoryTerms", LockedOnce)
+    executed = forget_service.forget_request_execute(request_id=request.id)
+    assert len(attempts) == 2
+    assert executed.status == "executed" and executed.result["forgotten_memory_ids"] == [memory.id]
+    assert Memory.objects.get(id=memory.id).status == "forgotten"
+    # The failed attempt's rules and redactions were rolled back: one rule per content hash, not two.
+    hashes = set(MemoryVersion.objects.filter(memory=memory).values_list("content_hash", flat=True)) | {memory.content_hash}
+    assert ForgetRule.objects.filter(request=request).count() == len(hashes)
