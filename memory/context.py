@@ -133,8 +133,8 @@ def _task_lines(conversation: Conversation) -> _Lines:
     lines = _Lines()
     # A plain statement (config/plain_reads.py): every context call reads these few rows, and compiling
     # the ORM query cost more than the read.
-    states = sorted(plain_instances(TaskState, None, conversation=conversation.id), key=lambda t: t.key)
-    for t in sorted(states, key=lambda t: t.updated_at, reverse=True):  # newest first, then by key
+    states = plain_instances(TaskState, None, conversation=conversation.id)
+    for t in sorted(states, key=lambda t: (-t.updated_at.timestamp(), t.key)):  # newest first, then by key
         lines.add(t.key, f"- {t.key} [{t.kind}] state={t.state} data={json.dumps(t.data, ensure_ascii=False, sort_keys=True)}"
                          f" (v{t.version})")
     return lines
