@@ -370,16 +370,16 @@ def _measure(args, bench, meta, served) -> int:
     floor_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="floor-encoder")
 
     def query_vector(text: str, cjk: bool):
-        # What recall() embeds for this language, with the raw encoders (no cache on this path). The
-        # two models of an English query run side by side, as recall() runs them: the floor is the least
-        # time the same encodes take on this machine, not their sum.
+        # What recall() embeds for this language, with the same query encoders (no cache on this path).
+        # The two models of an English query run side by side, as recall() runs them: the floor is the
+        # least time the same encodes take on this machine, not their sum.
         if not composite:
-            return embedder.encode_one(text)
+            return embedder.encode_query(text)
         if cjk:
-            first = embedder.parts[0].encode_one(text)
+            first = embedder.parts[0].encode_query(text)
             return embedder.compose(first, np.zeros(embedder.parts[1].dim, dtype=np.float32), 1.0)
-        second = floor_pool.submit(embedder.parts[1].encode_one, text)
-        first = embedder.parts[0].encode_one(text)
+        second = floor_pool.submit(embedder.parts[1].encode_query, text)
+        first = embedder.parts[0].encode_query(text)
         return embedder.compose(first, second.result(), share)
 
     def floor(q) -> tuple[float, float]:

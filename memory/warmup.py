@@ -30,7 +30,10 @@ def warm_up() -> None:
     from conversations.tokens import get_encoding
     from memory.embeddings import get_embedder
 
-    get_embedder(settings.EMBEDDING_MODEL).encode_one("warm-up")
+    embedder = get_embedder(settings.EMBEDDING_MODEL)
+    embedder.encode_one("warm-up")
+    for model in getattr(embedder, "parts", (embedder,)):
+        model.encode_query("warm-up")  # a query graph of its own (int8) loads its weights on first use
     get_encoding()
     ensure_jieba()
     try:

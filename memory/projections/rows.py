@@ -10,6 +10,7 @@ from memory.models import EntityLink, Memory, MemoryEmbedding, VectorCollection
 from memory.projections.terms import terms_sync
 from memory.vector_index import VectorPoint, get_vector_index
 from memory.vectors import active_collection_row, from_bytes, to_bytes
+from tenancy.db import retry_on_contention
 
 logger = logging.getLogger(__name__)
 
@@ -154,6 +155,11 @@ def memory_points_delete(*, memory_ids: list[int]) -> int:
     names = index.collections()
     for name in names:
         index.delete(memory_ids, collection=name)
+    _mark_deleted_projected(memory_ids)
+    return len(names)
+
+
+@retry_on_contention  # run eagerly inside the forget's commit hook, where a busy table is no reason to leave it
+def _mark_deleted_projected(memory_ids: list[int]) -> None:
     Memory.objects.filter(id__in=memory_ids, projected_version__lt=F("version")).exclude(status=MemoryStatus.ACTIVE).update(
         projected_version=F("version"))
-    return len(names)

@@ -63,7 +63,7 @@ def start_query_vectors(query: str, embedder) -> Callable[[], QueryVectors]:
     query_shape = shape(query)
     texts = [query] + ([query_shape.focus] if query_shape.long else [])
     models = encoders_for(embedder, cjk)
-    futures = [[encoder_pool().submit(model.encode_one, text) for model in models] for text in texts]
+    futures = [[encoder_pool().submit(model.encode_query, text) for model in models] for text in texts]
 
     def finish() -> QueryVectors:
         whole = _compose(embedder, [f.result() for f in futures[0]], cjk)

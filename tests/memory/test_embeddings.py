@@ -127,3 +127,38 @@ def test_a_failed_export_falls_back_to_pytorch(tmp_path, monkeypatch):
     assert embedder._onnx is None
     vector = embedder.encode_one(TEXTS[0])
     assert vector.shape == (embedder.dim,) and abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
+
+
+def test_queries_run_on_the_int8_graph_close_to_the_float_vectors(tmp_path):
+    pytest.importorskip("onnxruntime.quantization")
+    from memory.embeddings import SentenceTransformerEmbedder
+
+    fast = SentenceTransformerEmbedder("all-MiniLM-L6-v2", threads=1, onnx_dir=str(tmp_path), int8_queries=True)
+    exact = SentenceTransformerEmbedder("all-MiniLM-L6-v2", threads=1, onnx_dir=str(tmp_path))
+    assert fast._query_onnx is not None and exact._query_onnx is None
+    assert list(tmp_path.glob("*.int8.onnx")), "the int8 graph is kept beside the float one"
+    queries = np.stack([fast.encode_query(t) for t in TEXTS])
+    stored = np.stack([exact.encode_one(t) for t in TEXTS])
+    assert queries.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(queries, axis=1), 1.0, atol=1e-5)
+    cosines = (queries * stored).sum(axis=1)
+    # An approximation, not the same vector: close to it, and each query still finds its own text first.
+    assert float(cosines.min()) > 0.98 and float(cosines.max()) < 0.99999
+    assert list((queries @ stored.T).argmax(axis=1)) == list(range(len(TEXTS)))
+    # What is stored never comes from the query graph.
+    assert float((fast.encode_one(TEXTS[0]) @ stored[0])) > 0.9999
+    assert float((exact.encode_query(TEXTS[0]) @ stored[0])) > 0.9999  # off: the float graph answers
+
+
+def test_a_failed_quantization_keeps_float_queries(tmp_path, monkeypatch):
+    pytest.importorskip("onnxruntime")
+    from memory import onnx_encoder
+    from memory.embeddings import SentenceTransformerEmbedder
+
+    def broken(source, target):
+        raise RuntimeError("quantizer crashed")
+
+    monkeypatch.setattr(onnx_encoder, "_quantize", broken)
+    embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2", threads=1, onnx_dir=str(tmp_path), int8_queries=True)
+    assert embedder._onnx is not None and embedder._query_onnx is None
+    assert float(embedder.encode_query(TEXTS[1]) @ embedder.encode_one(TEXTS[1])) > 0.9999
