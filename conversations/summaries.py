@@ -9,6 +9,7 @@ import logging
 
 from django.conf import settings
 
+from config.plain_reads import plain_instances, plain_rows
 from conversations.llm_summary import SummaryUnavailable, produced_by, summarize_llm
 from conversations.models import Conversation, HistorySummary, Message
 from conversations.services import summary_store
@@ -39,6 +40,18 @@ def _summarize(messages: list[WindowMessage], budget: int, previous: str | None)
         return truncate_to_tokens(((previous or "") + "\n" + text).strip(), budget), "truncation"
 
 
+def _reusable(conversation_id: int, low: int, high: int, budget: int) -> HistorySummary | None:
+    """The summary covering up to a seq in [low, high] within ``budget``, the shortest reach first.
+    Every context call past the window asks this: plain reads of the conversation's few summary rows
+    (their numbers, then the one chosen) instead of compiling an ORM query each time."""
+    rows = [(until, -row_id, row_id) for row_id, until, tokens in
+            plain_rows(HistorySummary, ("id", "covers_until_seq", "token_count"), [conversation_id], key="conversation")
+            if low <= until <= high and tokens <= budget]
+    if not rows:
+        return None
+    return next(iter(plain_instances(HistorySummary, [min(rows)[2]])), None)
+
+
 def summary_covering(*, conversation: Conversation, last_dropped_seq: int, budget: int,
                      before_seq: int | None = None) -> tuple[HistorySummary | None, bool]:
     """A summary covering messages up to last_dropped_seq or a little further (but never reaching
@@ -48,9 +61,7 @@ def summary_covering(*, conversation: Conversation, last_dropped_seq: int, budge
     ahead = last_dropped_seq + settings.SUMMARY_ROLL_CHUNK
     if before_seq is not None:
         ahead = max(last_dropped_seq, min(ahead, before_seq - 1))
-    best = (HistorySummary.objects.filter(conversation=conversation, covers_until_seq__gte=last_dropped_seq,
-                                          covers_until_seq__lte=ahead, token_count__lte=budget)
-            .order_by("covers_until_seq", "-id").first())
+    best = _reusable(conversation.id, last_dropped_seq, ahead, budget)
     if best is not None:
         return best, True
     previous = (HistorySummary.objects.filter(conversation=conversation, covers_until_seq__lt=last_dropped_seq,

@@ -115,41 +115,93 @@ def _split_pieces(content: str) -> tuple[list[str], bool]:
     return (lines if len(lines) > 1 else split_sentences(content)), False
 
 
+@dataclass(frozen=True)
+class _Pieces:
+    """A tool result cut into pieces, priced and indexed once: it is cut again on every turn it stays
+    in the window, for a new query each time, and only the scoring depends on the query."""
+
+    texts: tuple[str, ...]
+    is_array: bool
+    costs: tuple[int, ...]  # tokens of each piece, its separator included
+    holders: dict[str, tuple[int, ...]]  # term -> the pieces holding it, in order
+
+
 @functools.lru_cache(maxsize=256)
-def _analysed(content: str) -> tuple[tuple[str, ...], bool, tuple[frozenset[str], ...]]:
-    """Pieces, whether they are array items, and each piece's terms. A tool result is cut again on
-    every turn it stays in the window, for a new query each time: only the scoring depends on it."""
+def _analysed(content: str) -> _Pieces:
     pieces, is_array = _split_pieces(content)
-    return tuple(pieces), is_array, tuple(frozenset(tokenize(p)) for p in pieces)
+    holders: dict[str, list[int]] = {}
+    for i, piece in enumerate(pieces):
+        for term in set(tokenize(piece)):
+            holders.setdefault(term, []).append(i)
+    return _Pieces(tuple(pieces), is_array, tuple(count_tokens(p) + 1 for p in pieces),  # +1: the separator
+                   {term: tuple(at) for term, at in holders.items()})
 
 
-def _rank_pieces(piece_terms: tuple[frozenset[str], ...], query: str) -> list[int]:
-    """Piece indexes, most relevant first; ties (and no query at all) keep the original order."""
-    query_terms = set(tokenize(query))
-    if not query_terms:
-        return list(range(len(piece_terms)))
-    hits = [terms & query_terms for terms in piece_terms]
-    n = len(piece_terms)
-    doc_freq = {t: sum(t in h for h in hits) for t in query_terms}
-    # Rarer terms weigh more: a term found in every piece tells none of them apart.
-    scores = [sum(1.0 + (n / doc_freq[t]) ** 0.5 for t in h) for h in hits]
-    return sorted(range(n), key=lambda i: (-scores[i], i))
+@functools.lru_cache(maxsize=256)
+def _query_terms(query: str) -> frozenset[str]:
+    return frozenset(tokenize(query))  # asked once per tool result in the window, for the same query
 
 
-def _relevant_part(content: str, room: int, query: str) -> str:
-    pieces, is_array, piece_terms = _analysed(content)
+def _rank_pieces(pieces: _Pieces, query: str) -> list[int] | None:
+    """Piece indexes, most relevant first; ties keep the original order. None when no piece holds a
+    term of the query (or there is no query): the original order."""
+    n = len(pieces.texts)
+    scores: dict[int, float] = {}
+    for term in _query_terms(query):  # set order: the sums are rounded so equal scores tie in every process
+        at = pieces.holders.get(term, ())
+        # Rarer terms weigh more: a term found in every piece tells none of them apart.
+        weight = 1.0 + (n / len(at)) ** 0.5 if at else 0.0
+        for i in at:
+            scores[i] = scores.get(i, 0.0) + weight
+    if not scores:
+        return None
+    first = sorted(scores, key=lambda i: (-round(scores[i], 9), i))
+    return first + [i for i in range(n) if i not in scores]
+
+
+def _greedy(pieces: _Pieces, room: int, order) -> tuple[int, ...]:
     chosen: list[int] = []
-    used = 2 if is_array else 0  # the array brackets
-    if len(pieces) > 1:
-        for i in _rank_pieces(piece_terms, query):
-            cost = count_tokens(pieces[i]) + 1  # +1: the separator
-            if used + cost <= room:
-                chosen.append(i)
-                used += cost
-    if not chosen:
-        return truncate_to_tokens(content, room)  # one huge piece: keep the head
-    kept = ("," if is_array else "\n").join(pieces[i] for i in sorted(chosen))
-    return f"[{kept}]" if is_array else kept
+    used = 2 if pieces.is_array else 0  # the array brackets
+    for i in order:
+        cost = pieces.costs[i]
+        if used + cost <= room:
+            chosen.append(i)
+            used += cost
+    return tuple(sorted(chosen))
+
+
+@functools.lru_cache(maxsize=1024)
+def _chosen_in_order(content: str, room: int) -> tuple[int, ...]:
+    pieces = _analysed(content)
+    return _greedy(pieces, room, range(len(pieces.texts)))
+
+
+def _chosen_pieces(content: str, room: int, query: str) -> tuple[int, ...]:
+    """The pieces (original order) that fit ``room``, most relevant to ``query`` first; () when the
+    content is one piece or none fits (its head is kept instead)."""
+    pieces = _analysed(content)
+    if len(pieces.texts) <= 1:
+        return ()
+    order = _rank_pieces(pieces, query)
+    return _chosen_in_order(content, room) if order is None else _greedy(pieces, room, order)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cut(content: str, total: int, room: int, chosen: tuple[int, ...]) -> str:
+    """The cut made of ``chosen`` pieces, with its marker. Only the choice depends on the query, and
+    most new queries choose as an earlier one did (no term in common with the pieces keeps their
+    order): the joined text is counted once per choice, not once per turn."""
+    if chosen:
+        pieces = _analysed(content)
+        kept = ("," if pieces.is_array else "\n").join(pieces.texts[i] for i in chosen)
+        kept = f"[{kept}]" if pieces.is_array else kept
+    else:
+        kept = truncate_to_tokens(content, room) if room > 0 else ""  # one huge piece: keep the head
+    if count_tokens(kept) > room:
+        # Joined pieces can tokenise a little differently from the sum of their parts.
+        kept = truncate_to_tokens(kept, room)
+    marker = _omitted_marker(total - count_tokens(kept))
+    return f"{kept}\n{marker}" if kept else marker
 
 
 @functools.lru_cache(maxsize=512)
@@ -163,12 +215,7 @@ def truncate_tool_result(content: str, max_tokens: int, query: str = "") -> str:
     if total <= max_tokens:
         return content
     room = max_tokens - count_tokens(_omitted_marker(total)) - 1  # -1: the newline before it
-    kept = _relevant_part(content, room, query) if room > 0 else ""
-    if count_tokens(kept) > room:
-        # Joined pieces can tokenise a little differently from the sum of their parts.
-        kept = truncate_to_tokens(kept, room)
-    marker = _omitted_marker(total - count_tokens(kept))
-    return f"{kept}\n{marker}" if kept else marker
+    return _cut(content, total, room, _chosen_pieces(content, room, query) if room > 0 else ())
 
 
 # ---------------------------------------------------------------------------
