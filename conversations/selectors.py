@@ -3,7 +3,7 @@ from datetime import datetime
 from django.db.models import Min, Q, QuerySet
 from django.http import Http404
 
-from config.plain_reads import plain_rows
+from config.plain_reads import plain_instances, plain_rows
 from conversations.models import Conversation, ConversationAccess, Message, TaskState
 from tenancy.models import Org
 
@@ -22,12 +22,16 @@ def conversation_list(*, org: Org, user_id: str) -> QuerySet[Conversation]:
 def conversation_get(*, org: Org, user_id: str, conversation_id: int) -> Conversation:
     """404 for another org's, unknown or unreadable conversations alike: existence is never revealed.
     The rule of conversation_readable_q on two plain indexed reads (every append and context call runs
-    this; compiling the rule's two subqueries cost more than the reads)."""
-    conversation = Conversation.objects.filter(org=org, id=conversation_id).first()
+    this, and recall with a conversation: even compiling the two ORM lookups cost more than the reads)."""
+    if not isinstance(conversation_id, int) or not 0 < conversation_id < 2**63:  # a URL takes any digits: 404, not a 500
+        raise Http404
+    conversation = next(iter(plain_instances(Conversation, [conversation_id], org=org.id)), None)
     if conversation is None:
         raise Http404
-    state = (ConversationAccess.objects.filter(conversation_id=conversation.id, user_id=user_id)
-             .values_list("state", flat=True).first())  # one row at most (conversation_access_unique)
+    conversation.org = org  # the one it was read with: no second read when a caller follows the key
+    # One row at most (conversation_access_unique).
+    state = next(iter(plain_rows(ConversationAccess, ("state",), [conversation.id], key="conversation",
+                                 user_id=user_id)), (None,))[0]
     if state == ConversationAccess.GRANTED or (conversation.owner_user == user_id and state != ConversationAccess.REVOKED):
         return conversation
     raise Http404
