@@ -54,11 +54,12 @@ class Candidate:
     speaker: str | None
     vector: np.ndarray | None = None
 
-    def __getattr__(self, name):  # only reached for column names (slots hold the rest)
-        try:
-            return self.row[_COLUMN_INDEX[name]]
-        except KeyError:
-            raise AttributeError(name) from None
+
+# The columns as read-only attributes (candidate.kind, ...): a property per column, since the ranking
+# reads them a thousand times per recall and a __getattr__ fallback cost more than the reads.
+for _name, _i in _COLUMN_INDEX.items():
+    setattr(Candidate, _name, property(lambda self, _i=_i: self.row[_i]))
+del _name, _i
 
 
 def _aware(value, tz):

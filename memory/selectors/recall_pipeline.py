@@ -79,8 +79,9 @@ def _rank(q: RecallQuery, kept: dict[int, Candidate], semantic: dict[int, float]
         if fixed is None:
             state = lineage[memory_id].state if memory_id in lineage else "none"
             fixed = static[memory_id] = _static_parts(q, memory, links.get(memory_id, ()), state)
-        parts = {"semantic": round(sem, 4), "cosine": round(cosine, 4), "keyword": round(kw, 4),
-                 "relevance": round(relevance, 4), **fixed}
+        # Only what the score adds up is rounded here; the rest when an item is served (_served_parts):
+        # most candidates are never served, and rounding them all was a visible share of a recall.
+        parts = {"semantic": sem, "cosine": cosine, "keyword": kw, "relevance": round(relevance, 4), **fixed}
         extra = 0.0
         if bonus is not None:  # the second look (memory/second_look.py)
             extra = bonus.get(memory_id, 0.0)
@@ -105,6 +106,10 @@ def _rank(q: RecallQuery, kept: dict[int, Candidate], semantic: dict[int, float]
     ranked = [(memory_id, score, parts) for memory_id, (score, parts) in scored.items() if memory_id not in weak]
     ranked.sort(key=lambda row: (-row[1], -row[0]))
     return ranked
+
+
+def _served_parts(parts: dict) -> dict:
+    return {name: round(value, 4) if isinstance(value, float) else value for name, value in parts.items()}
 
 
 def _episode_lineage(q: RecallQuery, kept: dict[int, Candidate], sources: dict, links: dict, result: RecallResult,
@@ -246,7 +251,7 @@ def recall(q: RecallQuery) -> RecallResult:
         if len(chosen) >= k:
             break
     full = memories_of([memory_id for memory_id, _, _ in chosen])
-    items = [RecallItem(memory=full[memory_id], score=round(score, 4), parts=parts,
+    items = [RecallItem(memory=full[memory_id], score=round(score, 4), parts=_served_parts(parts),
                         sources=sources[memory_id], entity_ids=links.get(memory_id, []))
              for memory_id, score, parts in chosen if memory_id in full]  # gone since the back-check: left out
     result.items = items = conflicts_apply(items, org=q.org, user_id=q.user_id, explain=q.explain)
