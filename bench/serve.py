@@ -62,14 +62,25 @@ class Server:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"gunicorn exited ({self.proc.returncode}); see {self.log_path}")
             try:
-                status, _ = Client(self.port).request("GET", "/healthz")
-                if status == 200:
+                if self._settled(Client(self.port)):
                     return self
             except OSError:
                 pass
             time.sleep(0.3)
         self.__exit__(None, None, None)
         raise RuntimeError(f"gunicorn not ready in {self.ready_timeout}s; see {self.log_path}")
+
+    @staticmethod
+    def _settled(client: "Client") -> bool:
+        """Measure the steady state a long-running process is in: the port answers at once, but the
+        models load and the recall snapshots of the recently active users are built on a background
+        thread (memory/warmup.py) that would otherwise share the cores with the first measured calls."""
+        status, body = client.request("GET", "/readyz")
+        try:
+            warmup = json.loads(body)["checks"]["warmup"]
+        except (ValueError, KeyError, TypeError):
+            return False
+        return bool(warmup.get("settled"))
 
     def __exit__(self, *exc) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -90,7 +90,8 @@ def check_warmup() -> dict:
     state = warmup_status()
     if state["status"] in ("loading", "failed"):
         raise RuntimeError(f"warm-up {state['status']}")
-    return {"state": state["status"], **({"seconds": state["seconds"]} if "seconds" in state else {})}
+    return {"state": state["status"], **({"seconds": state["seconds"]} if "seconds" in state else {}),
+            "settled": bool(state.get("settled"))}
 
 
 def check_extraction():

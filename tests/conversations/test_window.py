@@ -217,6 +217,20 @@ def test_truncate_tool_result_keeps_the_lines_matching_the_query():
     assert count_tokens(cut) <= 80
 
 
+def test_a_query_sharing_no_term_with_the_result_cuts_it_as_no_query_does():
+    lines = [f"2025-01-{i:02d} pump P-{100 + i} pressure normal, no alarm" for i in range(1, 29)]
+    lines[7] = "2025-01-08 pump P-108 seal leaking, replace the gasket"
+    content = "\n".join(lines * 3)
+
+    plain = truncate_tool_result(content, 60)
+    unrelated = truncate_tool_result(content, 60, query="收割机 天气 明天")
+    matching = truncate_tool_result(content, 60, query="which gasket is leaking")
+
+    assert unrelated == plain and plain.startswith("2025-01-01")
+    assert matching != plain and matching.startswith("2025-01-08")
+    assert all(count_tokens(cut) <= 60 for cut in (plain, unrelated, matching))
+
+
 def test_truncate_tool_result_single_line_falls_back_to_the_head():
     content = "x" * 5000
 
