@@ -101,9 +101,20 @@ class TermIndex:
     `weight` (each posting's tf part of BM25, which does not depend on the query)."""
 
     def __init__(self, documents: list[np.ndarray], k1: float, b: float) -> None:
-        self.size = len(documents)
-        lengths = np.fromiter((len(d) for d in documents), dtype=np.int64, count=self.size)
+        lengths = np.fromiter((len(d) for d in documents), dtype=np.int64, count=len(documents))
         flat = np.concatenate(documents) if documents else np.zeros(0, dtype=np.int64)
+        self._build(flat, lengths, k1, b)
+
+    @classmethod
+    def from_flat(cls, flat: np.ndarray, lengths: np.ndarray, k1: float, b: float) -> "TermIndex":
+        """The same index from every document's hashes end to end (`flat`) and each one's length: what
+        a snapshot read from stored blobs has without making an array per document."""
+        index = cls.__new__(cls)
+        index._build(flat, lengths, k1, b)
+        return index
+
+    def _build(self, flat: np.ndarray, lengths: np.ndarray, k1: float, b: float) -> None:
+        self.size = len(lengths)
         doc_of = np.repeat(np.arange(self.size, dtype=np.int64), lengths)
         order = np.lexsort((doc_of, flat))  # by term, then document
         term, doc = flat[order], doc_of[order]
@@ -119,7 +130,11 @@ class TermIndex:
         self.offsets = np.append(term_starts, len(pair_term))
         df = np.diff(self.offsets)
         n = self.size
-        self.idf = np.array([math.log(1 + (n - f + 0.5) / (f + 0.5)) for f in df.tolist()], dtype=np.float64)
+        # math.log per distinct document frequency (a few dozen), not per term: the library's exact
+        # floating-point result, at a fraction of the calls.
+        distinct, which = np.unique(df, return_inverse=True)
+        self.idf = np.array([math.log(1 + (n - f + 0.5) / (f + 0.5)) for f in distinct.tolist()],
+                            dtype=np.float64)[which] if len(df) else np.zeros(0)
         avgdl = float(lengths.sum()) / n if n else 1.0
         doc_len = lengths[self.docs].astype(np.float64)
         self.weight = tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len / avgdl))

@@ -181,8 +181,7 @@ def second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword
         return ranked
     centroid = _unit_mean(np.vstack(seed_vectors))
     # The seeds' own terms, as the projection stored them (no text is read or segmented again).
-    keyword2 = corpus.keyword_scores_of(np.concatenate([corpus.hashes[m] for m in seeds if m in corpus.hashes]
-                                                       or [np.zeros(0, dtype=np.int64)]))
+    keyword2 = corpus.keyword_scores_of(corpus.terms_of(seeds))
     keyword2_top = dict(sorted(keyword2.items(), key=lambda pair: -pair[1])[:limit])
     if config.get("expand"):  # new candidates too: one more search and back-check (~2x the rank cost)
         probe = type(vectors)(vectors.embedder, centroid, [centroid])

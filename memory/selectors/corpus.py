@@ -80,8 +80,11 @@ class UserCorpus:
     ids: np.ndarray
     raw: dict[int, tuple]  # memory id -> CANDIDATE_COLUMNS as the driver gave them
     features: dict[int, tuple[bool, bool, str | None]]  # cjk, small talk, speaker
-    hashes: dict[int, np.ndarray]
+    # Every memory's term hashes end to end, in `ids` order; a memory's run is flat[starts[p]:starts[p + 1]].
+    flat: np.ndarray
+    starts: np.ndarray
     index: TermIndex | None
+    _position: dict[int, int] = field(default_factory=dict)
     _rows: dict[int, tuple] = field(default_factory=dict)  # converted rows, made on first use
     _sources: dict[int, list[dict]] = field(default_factory=dict)
     _links: dict[int, list[int]] = field(default_factory=dict)
@@ -100,6 +103,14 @@ class UserCorpus:
                 values[i] = _aware(values[i], tz)
             row = self._rows[memory_id] = tuple(values)
         return Candidate(row, *self.features[memory_id])
+
+    def terms_of(self, memory_ids) -> np.ndarray:
+        """The term hashes of these memories end to end (memories not in the snapshot have none)."""
+        if not self._position:
+            self._position = dict(zip(self.ids.tolist(), range(len(self.ids))))
+        runs = [self.flat[self.starts[p]:self.starts[p + 1]] for p in
+                (self._position.get(m) for m in memory_ids) if p is not None]
+        return np.concatenate(runs) if runs else np.zeros(0, dtype=np.int64)
 
     def keyword_scores(self, query: str) -> dict[int, float]:
         """Raw BM25 score of every active memory of the user that shares a term with the query."""
@@ -168,7 +179,11 @@ def _joined(model, columns: tuple[str, ...], where: str, params: list) -> list[t
 def _rows_statement() -> str:
     qn, m, t = connection.ops.quote_name, Memory._meta, MemoryTerms._meta
     col = lambda opts, name: f"{qn(opts.db_table)}.{qn(opts.get_field(name).column)}"  # noqa: E731
-    columns = [col(m, c) for c in CANDIDATE_COLUMNS] + [col(m, "version")] + [
+    # SQLite's driver would parse every datetime of the user's memories; as text they are parsed only
+    # for the candidates a recall looks at (`_aware`), a sixth of a cold snapshot's build at 2,000.
+    as_text = connection.vendor == "sqlite"
+    columns = [f"CAST({col(m, c)} AS TEXT)" if as_text and _COLUMN_INDEX[c] in _DATETIME_AT else col(m, c)
+               for c in CANDIDATE_COLUMNS] + [col(m, "version")] + [
         col(t, c) for c in ("version", "tokenizer", "hashes", "cjk", "small_talk", "speaker")]
     # Newest first, as the ORM's default order: BM25 ties keep the order they always had.
     return (f"SELECT {', '.join(columns)} FROM {qn(m.db_table)} LEFT OUTER JOIN {qn(t.db_table)} "
@@ -186,20 +201,26 @@ def build(org_id: int, user_id: str, generation) -> UserCorpus:
     missing = [r[0] for r in rows if r[n + 3] is None or r[n + 1] != r[n] or r[n + 2] != name]
     texts = {memory_id: (content, slot) for memory_id, content, slot in
              plain_rows(Memory, ("id", "content", "slot_key"), missing, key="id")} if missing else {}
-    raw, features, hashes = {}, {}, {}
+    raw, features, blobs = {}, {}, []
     for row in rows:
         memory_id = row[0]
         raw[memory_id] = row[:n]
         if memory_id in texts:
             words, cjk, small_talk, speaker = text_features(*texts[memory_id])
+            blobs.append(words.astype("<i8").tobytes())
         else:
-            words, cjk, small_talk, speaker = stored_hashes(row[n + 3]), row[n + 4], row[n + 5], row[n + 6]
-        hashes[memory_id] = words
+            cjk, small_talk, speaker = row[n + 4], row[n + 5], row[n + 6]
+            blobs.append(bytes(row[n + 3]))
         features[memory_id] = (bool(cjk), bool(small_talk), speaker or None)
     ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    index = TermIndex([hashes[i] for i in ids.tolist()], k1=settings.KEYWORD_BM25_K1,
-                      b=settings.KEYWORD_BM25_B) if rows else None
-    return UserCorpus(generation, ids, raw, features, hashes, index)
+    # One array of every memory's hashes read from the joined blobs: an array per memory cost as much as
+    # the read itself at a few thousand memories (a cold user's first recall waits for this build).
+    flat = stored_hashes(b"".join(blobs))
+    lengths = np.fromiter((len(b) // 8 for b in blobs), dtype=np.int64, count=len(blobs))
+    starts = np.concatenate(([0], np.cumsum(lengths)))
+    index = TermIndex.from_flat(flat, lengths, k1=settings.KEYWORD_BM25_K1,
+                                b=settings.KEYWORD_BM25_B) if rows else None
+    return UserCorpus(generation, ids, raw, features, flat, starts, index)
 
 
 _corpora: LRUCache | None = None

@@ -75,3 +75,26 @@ def test_forget_erases_the_stored_terms(org):
     forget_request_create(org=org, subject_user="u1", requested_by="test", target="memory", memory_ids=[memory.id],
                           execute_inline=True)
     assert not MemoryTerms.objects.filter(memory=memory).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_snapshot_keeps_each_memorys_terms_whether_stored_or_segmented_on_the_spot(org):
+    texts = ["我家的拖拉机停在三号仓库。", "The pump is in barn 3.", "周五下午检修二号泵。"]
+    memories = [memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content=t)).memory for t in texts]
+    for memory in memories:
+        memory.refresh_from_db()
+    terms_sync(memories[:2])  # the third's terms are not projected yet: the build segments its text
+    MemoryTerms.objects.filter(memory=memories[2]).delete()
+    corpus.clear()
+    snapshot = corpus.user_corpus(org.id, "u1")
+    expected = {m.id: term_hashes(memory_terms(m.content, m.slot_key)) for m in memories}
+    for memory in memories:
+        assert np.array_equal(snapshot.terms_of([memory.id]), expected[memory.id])
+    both = [memories[2].id, memories[0].id, 10**9]  # an id outside the snapshot adds nothing
+    assert np.array_equal(snapshot.terms_of(both), np.concatenate([expected[memories[2].id], expected[memories[0].id]]))
+    rebuilt = TermIndex([expected[i] for i in snapshot.ids.tolist()], k1=0.9, b=0.3)
+    flat = np.concatenate([expected[i] for i in snapshot.ids.tolist()])
+    lengths = np.array([len(expected[i]) for i in snapshot.ids.tolist()])
+    query = term_hashes(["拖拉机", "pump", "二号"])
+    assert np.array_equal(TermIndex.from_flat(flat, lengths, k1=0.9, b=0.3).scores(query), rebuilt.scores(query))
+    assert rebuilt.scores(query).max() > 0

@@ -39,7 +39,8 @@ def _run(monkeypatch, settings, background_weight: float):
         rows = [(m, FIRST_ROUND[m] + (bonus or {}).get(m, 0.0), {}) for m in kept]
         return sorted(rows, key=lambda row: (-row[1], -row[0]))
 
-    no_terms = SimpleNamespace(hashes={}, keyword_scores_of=lambda query: {})  # no keyword round here
+    no_terms = SimpleNamespace(terms_of=lambda ids: np.zeros(0, dtype=np.int64),  # no keyword round here
+                               keyword_scores_of=lambda query: {})
     ranked = second_look(q, vectors, score_round(kept), kept, {}, {}, None, 10, {}, score_round, None, corpus=no_terms)
     return [m for m, _, _ in ranked], seen_bonus
 
