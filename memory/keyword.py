@@ -82,7 +82,8 @@ def terms_rows(memories) -> list[MemoryTerms]:
     rows = []
     for m in memories:
         hashes, cjk, small_talk, speaker = text_features(m.content, m.slot_key)
-        rows.append(MemoryTerms(memory_id=m.id, version=m.version, tokenizer=name, hashes=hashes.astype("<i8").tobytes(),
+        rows.append(MemoryTerms(memory_id=m.id, org_id=m.org_id, user_id=m.user_id, version=m.version, tokenizer=name,
+                                hashes=hashes.astype("<i8").tobytes(),
                                 cjk=cjk, small_talk=small_talk, speaker=speaker))
     return rows
 

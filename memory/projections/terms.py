@@ -14,7 +14,8 @@ def terms_sync(memories) -> None:
     if not rows:
         return
     options: dict[str, Any] = {"update_conflicts": True,
-                               "update_fields": ["version", "tokenizer", "hashes", "cjk", "small_talk", "speaker"]}
+                               "update_fields": ["org", "user_id", "version", "tokenizer", "hashes", "cjk",
+                                                 "small_talk", "speaker"]}
     if connection.features.supports_update_conflicts_with_target:  # SQLite/PostgreSQL; MySQL infers the key
         options["unique_fields"] = ["memory"]
     MemoryTerms.objects.bulk_create(rows, **options)

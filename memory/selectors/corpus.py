@@ -177,28 +177,39 @@ def _joined(model, columns: tuple[str, ...], where: str, params: list) -> list[t
 
 
 def _rows_statement() -> str:
-    qn, m, t = connection.ops.quote_name, Memory._meta, MemoryTerms._meta
-    col = lambda opts, name: f"{qn(opts.db_table)}.{qn(opts.get_field(name).column)}"  # noqa: E731
+    qn, m = connection.ops.quote_name, Memory._meta
+    col = lambda name: f"{qn(m.db_table)}.{qn(m.get_field(name).column)}"  # noqa: E731
     # SQLite's driver would parse every datetime of the user's memories; as text they are parsed only
     # for the candidates a recall looks at (`_aware`), a sixth of a cold snapshot's build at 2,000.
     as_text = connection.vendor == "sqlite"
-    columns = [f"CAST({col(m, c)} AS TEXT)" if as_text and _COLUMN_INDEX[c] in _DATETIME_AT else col(m, c)
-               for c in CANDIDATE_COLUMNS] + [col(m, "version")] + [
-        col(t, c) for c in ("version", "tokenizer", "hashes", "cjk", "small_talk", "speaker")]
-    # Newest first, as the ORM's default order: BM25 ties keep the order they always had.
-    return (f"SELECT {', '.join(columns)} FROM {qn(m.db_table)} LEFT OUTER JOIN {qn(t.db_table)} "
-            f"ON {col(t, 'memory')} = {col(m, 'id')} WHERE {col(m, 'org')} = %s AND {col(m, 'user_id')} = %s "
-            f"AND {col(m, 'status')} = %s ORDER BY {col(m, 'created_at')} DESC, {col(m, 'id')} DESC")
+    columns = [f"CAST({col(c)} AS TEXT)" if as_text and _COLUMN_INDEX[c] in _DATETIME_AT else col(c)
+               for c in CANDIDATE_COLUMNS] + [col("version")]
+    # Newest first, as the ORM's default order: BM25 ties keep the order they always had. Every column
+    # is in memory_recall_snapshot_idx, in this order: one index range, no table row visited.
+    return (f"SELECT {', '.join(columns)} FROM {qn(m.db_table)} WHERE {col('org')} = %s AND {col('user_id')} = %s "
+            f"AND {col('status')} = %s ORDER BY {col('created_at')} DESC, {col('id')} DESC")
+
+
+def _terms_statement() -> str:
+    """The stored terms of every memory of the user (not only the active ones: a range of the owner
+    index, which a join from each memory would turn into a lookup per memory)."""
+    qn, t = connection.ops.quote_name, MemoryTerms._meta
+    columns = ", ".join(qn(t.get_field(c).column) for c in
+                        ("memory", "version", "tokenizer", "hashes", "cjk", "small_talk", "speaker"))
+    return (f"SELECT {columns} FROM {qn(t.db_table)} WHERE {qn(t.get_field('org').column)} = %s "
+            f"AND {qn('user_id')} = %s")
 
 
 def build(org_id: int, user_id: str, generation) -> UserCorpus:
     with connection.cursor() as cursor:
         cursor.execute(_rows_statement(), [org_id, user_id, MemoryStatus.ACTIVE.value])
         rows = cursor.fetchall()
+        cursor.execute(_terms_statement(), [org_id, user_id])
+        stored = {row[0]: row[1:] for row in cursor.fetchall()}
     n = len(CANDIDATE_COLUMNS)
     name = analyser()
     # Texts only of the memories whose stored terms are missing or outdated (the projection lags a write).
-    missing = [r[0] for r in rows if r[n + 3] is None or r[n + 1] != r[n] or r[n + 2] != name]
+    missing = [r[0] for r in rows if (s := stored.get(r[0])) is None or s[0] != r[n] or s[1] != name]
     texts = {memory_id: (content, slot) for memory_id, content, slot in
              plain_rows(Memory, ("id", "content", "slot_key"), missing, key="id")} if missing else {}
     raw, features, blobs = {}, {}, []
@@ -209,8 +220,8 @@ def build(org_id: int, user_id: str, generation) -> UserCorpus:
             words, cjk, small_talk, speaker = text_features(*texts[memory_id])
             blobs.append(words.astype("<i8").tobytes())
         else:
-            cjk, small_talk, speaker = row[n + 4], row[n + 5], row[n + 6]
-            blobs.append(bytes(row[n + 3]))
+            _, _, blob, cjk, small_talk, speaker = stored[memory_id]
+            blobs.append(bytes(blob))
         features[memory_id] = (bool(cjk), bool(small_talk), speaker or None)
     ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     # One array of every memory's hashes read from the joined blobs: an array per memory cost as much as
