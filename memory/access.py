@@ -62,6 +62,12 @@ def _flush_in_thread() -> None:
         connection.close()  # this thread's own connection; the next flush opens a fresh one
 
 
+def flush_pending() -> int:
+    """Write what is buffered now, after any background flush already queued: for a caller about to
+    drop or switch the database these counts belong to (memory_eval's throwaway database), whose ids
+    the exit-time flush would otherwise apply to the database the process returns to."""
+    _flusher.submit(lambda: None).result()  # one worker: returns once the flushes queued before it ran
+    return flush() if _pending else 0
 
 
 def flush() -> int:
