@@ -67,9 +67,9 @@ def parse_args(argv=None):
     p.add_argument("--optimize", action="store_true", help="run the shard optimizer (HNSW build) after building")
     p.add_argument("--no-http", action="store_true", help="skip gunicorn and the HTTP path")
     p.add_argument("--no-service", action="store_true",
-                   help="skip recall() in this process: it then reads no memories (no snapshots, none of its "
-                        "copy's rows), so at 1M the page cache holds the served store once, not twice; the "
-                        "target hit is read from the HTTP answers")
+                   help="skip recall() in this process (for 1M): the floor of every query is measured first, "
+                        "then this process closes its index and gunicorn serves alone; the target hit is read "
+                        "from the HTTP answers")
     p.add_argument("--rebuild", action="store_true", help="build the store again even if it is cached")
     p.add_argument("--role", choices=("main", "build", "run"), default="main", help=argparse_hidden())
     p.add_argument("--run-index", type=int, default=0, help=argparse_hidden())
