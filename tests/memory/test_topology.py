@@ -207,7 +207,10 @@ def test_single_node_projections_run_in_the_web_process_and_the_worker_never_ope
                               "-l", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat",
                               "-n", "topology@%h"])
         _, key = api_key_create(org=org, name="topology")
+        # No idle connection kept: gunicorn closes one after 2 s, and a request sent on it as it closes
+        # is reset (the wait for extraction below takes longer than that).
         http = httpx.Client(base_url=f"http://127.0.0.1:{node.port}", timeout=30,
+                            limits=httpx.Limits(max_keepalive_connections=0),
                             headers={"Authorization": f"Bearer {key}", "X-Memory-User": "u1"})
 
         def ready() -> dict | None:
