@@ -11,6 +11,11 @@ change without a write to the user's memories is read on every call by the back-
 source conversation is readable now, whether a linked entity is allowed now
 (memory/selectors/recall_candidates.py); the rows of the items served are read once more at the end.
 
+A snapshot built off the request path (`warm`, `refresh_soon`) reads every row at once; one built by
+the recall that finds none (a user not kept) reads only ids and terms, and the rows of the candidates
+recall looks at when it looks: a cold user's first recall waits for the build, and the full rows were
+half of it (~6 of 17 ms at 2,000 memories on SQLite, bench/README.md "Recall snapshots").
+
 A snapshot holds no memory text: term hashes, flags and the speaker label only. The access count
 (the frequency prior) is as of the snapshot's build."""
 import logging
@@ -78,7 +83,7 @@ def _aware(value, tz):
 class UserCorpus:
     generation: object
     ids: np.ndarray
-    raw: dict[int, tuple]  # memory id -> CANDIDATE_COLUMNS as the driver gave them
+    raw: dict[int, tuple]  # memory id -> CANDIDATE_COLUMNS as the driver gave them (all, or those read so far)
     features: dict[int, tuple[bool, bool, str | None]]  # cjk, small talk, speaker
     # Every memory's term hashes end to end, in `ids` order; a memory's run is flat[starts[p]:starts[p + 1]].
     flat: np.ndarray
@@ -91,10 +96,30 @@ class UserCorpus:
     _owners: dict[int, str] = field(default_factory=dict)
 
     def __contains__(self, memory_id: int) -> bool:
-        return memory_id in self.raw
+        return memory_id in self._positions()
+
+    def _positions(self) -> dict[int, int]:
+        if not self._position:
+            self._position = dict(zip(self.ids.tolist(), range(len(self.ids))))
+        return self._position
+
+    def candidates(self, memory_ids) -> dict[int, Candidate]:
+        """Fresh Candidates of those of these memories the snapshot holds; rows not read yet are read
+        now, in one statement (a memory no longer active by then is left out)."""
+        held = [i for i in memory_ids if i in self]
+        missing = [i for i in held if i not in self.raw]
+        if missing:
+            n = len(CANDIDATE_COLUMNS)
+            with connection.cursor() as cursor:
+                cursor.execute(_rows_by_id_statement(len(missing)), missing)
+                for row in cursor.fetchall():
+                    if row[n] == MemoryStatus.ACTIVE.value:
+                        self.raw[row[0]] = row[:n]
+        return {i: self.candidate(i) for i in held if i in self.raw}
 
     def candidate(self, memory_id: int) -> Candidate:
-        """A fresh Candidate (the pipeline sets its vector; the snapshot is shared between threads)."""
+        """A fresh Candidate of a memory whose row is read (the pipeline sets its vector; the snapshot
+        is shared between threads)."""
         row = self._rows.get(memory_id)
         if row is None:
             tz = connection.timezone if settings.USE_TZ else None
@@ -106,10 +131,9 @@ class UserCorpus:
 
     def terms_of(self, memory_ids) -> np.ndarray:
         """The term hashes of these memories end to end (memories not in the snapshot have none)."""
-        if not self._position:
-            self._position = dict(zip(self.ids.tolist(), range(len(self.ids))))
+        position = self._positions()
         runs = [self.flat[self.starts[p]:self.starts[p + 1]] for p in
-                (self._position.get(m) for m in memory_ids) if p is not None]
+                (position.get(m) for m in memory_ids) if p is not None]
         return np.concatenate(runs) if runs else np.zeros(0, dtype=np.int64)
 
     def keyword_scores(self, query: str) -> dict[int, float]:
@@ -152,7 +176,7 @@ class UserCorpus:
         where = (f"{qn(m.db_table)}.{qn(m.get_field('org').column)} = %s AND {qn(m.db_table)}.{qn('user_id')} = %s "
                  f"AND {qn(m.db_table)}.{qn(m.get_field('status').column)} = %s")
         params = [org_id, user_id, MemoryStatus.ACTIVE.value]
-        self._keep(self.raw, _joined(MemorySource, _SOURCE_COLUMNS, where, params),
+        self._keep(self.ids.tolist(), _joined(MemorySource, _SOURCE_COLUMNS, where, params),
                    _joined(EntityLink, _LINK_COLUMNS, where, params))
 
     def owners(self, org_id: int, conversation_ids: set[int]) -> dict[int, str]:
@@ -176,61 +200,90 @@ def _joined(model, columns: tuple[str, ...], where: str, params: list) -> list[t
         return cursor.fetchall()
 
 
-def _rows_statement() -> str:
+def _column(name: str) -> str:
     qn, m = connection.ops.quote_name, Memory._meta
-    col = lambda name: f"{qn(m.db_table)}.{qn(m.get_field(name).column)}"  # noqa: E731
+    return f"{qn(m.db_table)}.{qn(m.get_field(name).column)}"
+
+
+def _candidate_columns() -> list[str]:
     # SQLite's driver would parse every datetime of the user's memories; as text they are parsed only
     # for the candidates a recall looks at (`_aware`), a sixth of a cold snapshot's build at 2,000.
     as_text = connection.vendor == "sqlite"
-    columns = [f"CAST({col(c)} AS TEXT)" if as_text and _COLUMN_INDEX[c] in _DATETIME_AT else col(c)
-               for c in CANDIDATE_COLUMNS] + [col("version")]
-    # Newest first, as the ORM's default order: BM25 ties keep the order they always had. Every column
-    # is in memory_recall_snapshot_idx, in this order: one index range, no table row visited.
-    return (f"SELECT {', '.join(columns)} FROM {qn(m.db_table)} WHERE {col('org')} = %s AND {col('user_id')} = %s "
-            f"AND {col('status')} = %s ORDER BY {col('created_at')} DESC, {col('id')} DESC")
+    return [f"CAST({_column(c)} AS TEXT)" if as_text and _COLUMN_INDEX[c] in _DATETIME_AT else _column(c)
+            for c in CANDIDATE_COLUMNS]
+
+
+def _user_range(columns: list[str]) -> str:
+    """These columns of the user's active memories, newest first, as the ORM's default order: BM25 ties
+    keep the order they always had. Every column is in memory_recall_snapshot_idx, in this order: one
+    index range, no table row visited."""
+    qn, m = connection.ops.quote_name, Memory._meta
+    return (f"SELECT {', '.join(columns)} FROM {qn(m.db_table)} WHERE {_column('org')} = %s "
+            f"AND {_column('user_id')} = %s AND {_column('status')} = %s "
+            f"ORDER BY {_column('created_at')} DESC, {_column('id')} DESC")
+
+
+def _rows_statement() -> str:
+    """Every active memory's candidate row and version."""
+    return _user_range(_candidate_columns() + [_column("version")])
+
+
+def _ids_statement() -> str:
+    """Every active memory's id and version only (a third of the rows statement's time at 2,000)."""
+    return _user_range([_column("id"), _column("version")])
+
+
+def _rows_by_id_statement(n: int) -> str:
+    """The candidate rows and status of n memories, by primary key (the status is read, not filtered:
+    with it in the WHERE clause SQLite's planner took the status index, see memories_of)."""
+    qn, m = connection.ops.quote_name, Memory._meta
+    return (f"SELECT {', '.join(_candidate_columns() + [_column('status')])} FROM {qn(m.db_table)} "
+            f"WHERE {_column('id')} IN ({', '.join(['%s'] * n)})")
 
 
 def _terms_statement() -> str:
     """The stored terms of every memory of the user (not only the active ones: a range of the owner
     index, which a join from each memory would turn into a lookup per memory)."""
     qn, t = connection.ops.quote_name, MemoryTerms._meta
-    columns = ", ".join(qn(t.get_field(c).column) for c in
-                        ("memory", "version", "tokenizer", "hashes", "cjk", "small_talk", "speaker"))
+    # SQLite's driver turns a boolean column into a bool by a Python call per value (Django's
+    # converter): as integers they cost nothing, ~2 ms of a 2,000-memory read.
+    flags = ("cjk", "small_talk") if connection.vendor == "sqlite" else ()
+    columns = ", ".join(f"CAST({qn(t.get_field(c).column)} AS INTEGER)" if c in flags else qn(t.get_field(c).column)
+                        for c in ("memory", "version", "tokenizer", "hashes", "cjk", "small_talk", "speaker"))
     return (f"SELECT {columns} FROM {qn(t.db_table)} WHERE {qn(t.get_field('org').column)} = %s "
             f"AND {qn('user_id')} = %s")
 
 
-def build(org_id: int, user_id: str, generation) -> UserCorpus:
+def build(org_id: int, user_id: str, generation, rows: bool = True) -> UserCorpus:
+    """The user's snapshot; `rows=False` leaves the candidate rows to be read when asked for."""
     with connection.cursor() as cursor:
-        cursor.execute(_rows_statement(), [org_id, user_id, MemoryStatus.ACTIVE.value])
-        rows = cursor.fetchall()
+        cursor.execute(_rows_statement() if rows else _ids_statement(), [org_id, user_id, MemoryStatus.ACTIVE.value])
+        found = cursor.fetchall()
         cursor.execute(_terms_statement(), [org_id, user_id])
-        stored = {row[0]: row[1:] for row in cursor.fetchall()}
+        stored = {row[0]: row for row in cursor.fetchall()}  # _terms_statement's columns
     n = len(CANDIDATE_COLUMNS)
+    version = n if rows else 1
     name = analyser()
+    get = stored.get
+    terms_of = [get(r[0]) for r in found]
     # Texts only of the memories whose stored terms are missing or outdated (the projection lags a write).
-    missing = [r[0] for r in rows if (s := stored.get(r[0])) is None or s[0] != r[n] or s[1] != name]
-    texts = {memory_id: (content, slot) for memory_id, content, slot in
-             plain_rows(Memory, ("id", "content", "slot_key"), missing, key="id")} if missing else {}
-    raw, features, blobs = {}, {}, []
-    for row in rows:
-        memory_id = row[0]
-        raw[memory_id] = row[:n]
-        if memory_id in texts:
-            words, cjk, small_talk, speaker = text_features(*texts[memory_id])
-            blobs.append(words.astype("<i8").tobytes())
-        else:
-            _, _, blob, cjk, small_talk, speaker = stored[memory_id]
-            blobs.append(bytes(blob))
-        features[memory_id] = (bool(cjk), bool(small_talk), speaker or None)
-    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    missing = {r[0]: p for p, (r, t) in enumerate(zip(found, terms_of))
+               if t is None or t[1] != r[version] or t[2] != name}
+    if missing:
+        for memory_id, content, slot in plain_rows(Memory, ("id", "content", "slot_key"), list(missing), key="id"):
+            words, cjk, small_talk, speaker = text_features(content, slot)
+            terms_of[missing[memory_id]] = (memory_id, None, None, words.astype("<i8").tobytes(), cjk, small_talk, speaker)
+    raw = {r[0]: r[:n] for r in found} if rows else {}
+    features = {t[0]: (bool(t[4]), bool(t[5]), t[6] or None) for t in terms_of}
+    blobs = [t[3] for t in terms_of]
+    ids = np.fromiter((r[0] for r in found), dtype=np.int64, count=len(found))
     # One array of every memory's hashes read from the joined blobs: an array per memory cost as much as
     # the read itself at a few thousand memories (a cold user's first recall waits for this build).
     flat = stored_hashes(b"".join(blobs))
     lengths = np.fromiter((len(b) // 8 for b in blobs), dtype=np.int64, count=len(blobs))
     starts = np.concatenate(([0], np.cumsum(lengths)))
     index = TermIndex.from_flat(flat, lengths, k1=settings.KEYWORD_BM25_K1,
-                                b=settings.KEYWORD_BM25_B) if rows else None
+                                b=settings.KEYWORD_BM25_B) if found else None
     return UserCorpus(generation, ids, raw, features, flat, starts, index)
 
 
@@ -263,7 +316,7 @@ def user_corpus(org_id: int, user_id: str) -> UserCorpus:
                 return built
         except Exception:  # its own error is logged there; build here
             pass
-    corpus = build(org_id, user_id, generation)
+    corpus = build(org_id, user_id, generation, rows=False)  # on the request path: rows as recall asks
     with _lock:
         _cache()[key] = corpus
     return corpus

@@ -144,7 +144,7 @@ def back_check(q: RecallQuery, ids: set[int], result: RecallResult,
     is not active); whether each source conversation is readable and each linked entity allowed is
     read now, on every call, so a revocation applies at once."""
     corpus = corpus if corpus is not None else user_corpus(q.org.id, q.user_id)
-    rows = {i: corpus.candidate(i) for i in ids if i in corpus}
+    rows = corpus.candidates(ids)
     dropped: dict[int, str] = {i: "not active in the database (stale projection)" for i in ids - set(rows)}
     kinds = set(q.kinds or STANDING_KINDS + (["episode"] if q.include_episodes else []))
     sources, links = corpus.sources_links(list(rows))

@@ -106,9 +106,40 @@ def test_prefetched_sources_and_links_are_the_ones_read_on_demand(org):
         memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content=content,
                                  sources=[SourceRef(conversation_id=conversation, external_ref=f"turn-{i}")]))
     memory_write(MemoryInput(org=org, user_id="u2", kind="fact", content="Not u1's zqbin."))
-    lazy = corpus.build(org.id, "u1", 1)
+    lazy = corpus.build(org.id, "u1", 1, rows=False)
     eager = corpus.build(org.id, "u1", 1)
     eager.prefetch(org.id, "u1")
-    ids = list(lazy.raw)
+    ids = lazy.ids.tolist()
     assert len(ids) == 3 and eager.sources_links(ids) == lazy.sources_links(ids)
     assert all(len(found) == 1 for found in eager.sources_links(ids)[0].values())
+
+
+def test_a_snapshot_built_on_the_request_path_reads_rows_as_they_are_asked_for(org):
+    written = [memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content=content)).memory for content in
+               ("The zqsilo is full.", "The zqbarn roof leaks.", "我们的zq拖拉机是红色的。")]
+    other = memory_write(MemoryInput(org=org, user_id="u2", kind="fact", content="u2's zqsilo.")).memory
+    lazy = corpus.build(org.id, "u1", 1, rows=False)
+    eager = corpus.build(org.id, "u1", 1)
+    assert lazy.raw == {} and len(eager.raw) == 3
+    first, second, third = (m.id for m in written)
+    with CaptureQueriesContext(connection) as ctx:
+        found = lazy.candidates([first, other.id])
+    assert list(found) == [first] and len(ctx.captured_queries) == 1  # another user's id is not held
+    assert found[first].row == eager.candidate(first).row and found[first].cjk == eager.candidate(first).cjk
+    Memory.objects.filter(id=second).update(status="invalidated")  # after the build, no generation bump
+    with CaptureQueriesContext(connection) as ctx:
+        again = lazy.candidates([first, second, third])
+    assert sorted(again) == [first, third] and len(ctx.captured_queries) == 1  # only the rows not read yet
+    assert again[third].cjk and again[third].row == eager.candidate(third).row
+
+
+def test_a_recall_of_a_user_not_kept_builds_without_rows(org):
+    written = memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content="The zqpond is stocked.")).memory
+    corpus.clear()
+    with CaptureQueriesContext(connection) as ctx:
+        assert _ids(org, "zqpond") == [written.id]
+    user_range = [q["sql"] for q in ctx.captured_queries if "ORDER BY" in q["sql"] and '"status" = ' in q["sql"]
+                  and "memoryterms" not in q["sql"].lower()]
+    assert len(user_range) == 1 and "importance" not in user_range[0]  # ids and versions only
+    held = corpus._cache().get((org.id, "u1"))
+    assert held is not None and list(held.raw) == [written.id]  # its row, read as a candidate
