@@ -336,7 +336,7 @@ def _draw(rng, gen, samples, users, count, exclude, cross_lingual):
 
 
 def _run(args) -> int:
-    from bench.store_cache import copy_var, read_meta
+    from bench.store_cache import copy_var, drop_cached_pages, read_meta, read_pages
 
     store = Path(args.store)
     meta = read_meta(store)
@@ -344,6 +344,10 @@ def _run(args) -> int:
     try:
         own = copy_var(store, tmp / "bench")
         served = None if args.no_http else copy_var(store, tmp / "served")
+        drop_cached_pages(store / "var")  # read only to copy it
+        if args.no_service and served is not None:
+            drop_cached_pages(served)  # gunicorn reads it only once the floor is measured
+        read_pages(own)
         args.var_dir = str(own)
         bench = common.setup(NAME, args)
         return _measure(args, bench, meta, served)
@@ -465,6 +469,11 @@ def _measure(args, bench, meta, served) -> int:
         del index
         reset_vector_index()
         gc.collect()
+        if served is not None:  # gunicorn's copy then has the page cache to itself
+            from bench.store_cache import drop_cached_pages, read_pages
+
+            drop_cached_pages(bench.var_dir)
+            read_pages(served)
         paths.remove("floor")
     if served is not None:
         server = Server(served, log=bench.log).__enter__()

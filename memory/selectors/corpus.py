@@ -13,8 +13,8 @@ source conversation is readable now, whether a linked entity is allowed now
 
 A snapshot built off the request path (`warm`, `refresh_soon`) reads every row at once; one built by
 the recall that finds none (a user not kept) reads only ids and terms, and the rows of the candidates
-recall looks at when it looks: a cold user's first recall waits for the build, and the full rows were
-half of it (~6 of 17 ms at 2,000 memories on SQLite, bench/README.md "Recall snapshots").
+recall looks at, when it looks: a cold user's first recall waits for the build, and reading every row
+was about a third of it at 2,000 memories (decisions D14).
 
 A snapshot holds no memory text: term hashes, flags and the speaker label only. The access count
 (the frequency prior) is as of the snapshot's build."""

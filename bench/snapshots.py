@@ -1,0 +1,124 @@
+"""What a user outside the recall snapshot cache costs on the request path: the cold build of a
+recall snapshot (memory/selectors/corpus.py, decisions D14) on a `bench.recall` store, as the web
+process builds it off the request path (every row) and as a recall that finds none builds it (ids
+and terms, then the rows of the candidates it looks at, here the 80 newest memories: about what two
+back-check rounds read).
+
+The store is the one `bench.recall` built and cached for the same parameters (run that first); it is
+opened read-only (`immutable`), so nothing here writes to it. Each run draws other users; every
+build is a fresh one (no snapshot is kept between builds); the SQLite file is in the page cache, as
+in a process that has served for a while. Median of the runs, with the spread; each run prints its
+load average.
+
+    python -m bench.recall --n 1000000 --per-user 2000 --vectors random --no-service   # builds the store
+    python -m bench.snapshots --n 1000000 --per-user 2000 --vectors random             # -> bench/results/snapshots.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.common import REPO_ROOT, RESULTS_DIR, percentile
+
+NAME = "snapshots"
+
+
+def parse_args(argv=None) -> tuple[argparse.Namespace, list[str]]:
+    p = argparse.ArgumentParser(prog="python -m bench.snapshots", description=__doc__.split("\n\n")[0])
+    p.add_argument("--users", type=int, default=40, help="users built per run (default 40)")
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--candidates", type=int, default=80, help="candidate rows read after a build without rows")
+    p.add_argument("--out", help="result JSON (default bench/results/snapshots.json)")
+    # The store's parameters, as bench.recall takes them (--n, --per-user, --vectors, --seed, ...).
+    return p.parse_known_args(argv)
+
+
+def _setup(store: Path) -> None:
+    os.environ["MEMORY_VAR_DIR"] = tempfile.mkdtemp(prefix="bench-snapshots-")
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
+    os.environ.setdefault("LOG_LEVEL", "ERROR")
+    for key in ("DATABASE_URL", "REDIS_URL", "QDRANT_URL", "VECTOR_INDEX_PATH"):
+        os.environ.pop(key, None)
+    if str(REPO_ROOT) not in sys.path:
+        sys.path.insert(0, str(REPO_ROOT))
+    import django
+
+    django.setup()
+    from django.db import connections
+
+    # Read-only and lock-free: the cached store must stay as bench.recall left it.
+    connections["default"].settings_dict["NAME"] = f"file:{store / 'var' / 'memory.sqlite3'}?immutable=1"
+
+
+def _measure(users: list[tuple[int, str]], candidates: int) -> dict[str, list[float]]:
+    from memory.selectors import corpus
+
+    times: dict[str, list[float]] = {"every_row": [], "ids_and_terms": [], "candidate_rows": [], "lazy_total": []}
+    for org_id, user_id in users:
+        t0 = time.perf_counter()
+        corpus.build(org_id, user_id, 0)
+        t1 = time.perf_counter()
+        lazy = corpus.build(org_id, user_id, 0, rows=False)
+        t2 = time.perf_counter()
+        lazy.candidates(lazy.ids[:candidates].tolist())
+        t3 = time.perf_counter()
+        times["every_row"].append((t1 - t0) * 1000)
+        times["ids_and_terms"].append((t2 - t1) * 1000)
+        times["candidate_rows"].append((t3 - t2) * 1000)
+        times["lazy_total"].append((t3 - t1) * 1000)
+    return times
+
+
+def main(argv=None) -> int:
+    from bench import recall
+    from bench.store_cache import read_meta, store_path
+
+    args, store_argv = parse_args(argv)
+    store_args = recall.parse_args(store_argv)
+    store = store_path(recall.NAME, recall._store_params(store_args))
+    if read_meta(store) is None:
+        raise SystemExit(f"no cached store {store.name}: run `python -m bench.recall {' '.join(store_argv)}` first")
+    _setup(store)
+    from memory.models import Memory
+
+    population = sorted(Memory.objects.values_list("org_id", "user_id").distinct())
+    rng = random.Random(store_args.seed)
+    rng.shuffle(population)
+    runs = []
+    for run in range(args.runs):
+        users = population[run * args.users:(run + 1) * args.users] or population[:args.users]
+        load = [round(x, 2) for x in os.getloadavg()]
+        _measure(users[:2], args.candidates)  # the statements prepared, the code paths warm
+        times = _measure(users, args.candidates)
+        row = {"load_avg": load, "users": len(users)}
+        for name, samples in times.items():
+            row[name] = {"p50": round(percentile(samples, 50), 2), "p95": round(percentile(samples, 95), 2)}
+        runs.append(row)
+        print(f"run {run + 1}: load {load} " + ", ".join(
+            f"{name} p50 {row[name]['p50']} / p95 {row[name]['p95']} ms" for name in times), flush=True)
+    summary = {}
+    for name in runs[0]:
+        if name in ("load_avg", "users"):
+            continue
+        summary[name] = {q: {"median": sorted(r[name][q] for r in runs)[len(runs) // 2],
+                             "min": min(r[name][q] for r in runs), "max": max(r[name][q] for r in runs)}
+                         for q in ("p50", "p95")}
+    print("\n| build | p50 ms (min–max) | p95 ms (min–max) |\n|---|---|---|")
+    for name, q in summary.items():
+        print(f"| {name} | {q['p50']['median']} ({q['p50']['min']}–{q['p50']['max']}) "
+              f"| {q['p95']['median']} ({q['p95']['min']}–{q['p95']['max']}) |")
+    out = Path(args.out) if args.out else RESULTS_DIR / f"{NAME}.json"
+    out.write_text(json.dumps({"store": store.name, "params": recall._store_params(store_args),
+                               "candidates": args.candidates, "runs": runs, "summary": summary}, indent=2) + "\n")
+    print(f"\nresults: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
