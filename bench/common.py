@@ -187,6 +187,26 @@ def machine_facts(embedder=None) -> dict[str, Any]:
     return facts
 
 
+def cpu_times() -> list[int] | None:
+    """The machine's CPU time counters (/proc/stat's first line), or None off Linux."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            return [int(x) for x in f.readline().split()[1:]]
+    except OSError:
+        return None
+
+
+def steal_share(start: list[int] | None) -> float | None:
+    """The share of CPU time the hypervisor took from this VM since `start` (cpu_times()): time the
+    benchmark's processes waited for a CPU the load average does not show."""
+    end = cpu_times()
+    if not start or not end or len(end) < 8:
+        return None
+    delta = [b - a for a, b in zip(start, end)]
+    total = sum(delta[:8])  # user .. steal (guest time is counted in user)
+    return round(delta[7] / total, 3) if total else None
+
+
 def print_facts(facts: dict[str, Any]) -> None:
     print(f"command: `{facts.get('command')}`")
     print(f"machine: {facts.get('cores')} cores ({facts.get('cores_usable')} usable), {facts.get('cpu')}, "

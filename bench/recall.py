@@ -211,7 +211,8 @@ def _print_summary(args, meta, runs, summary, argv) -> None:
           f"{build.get('vectors')}), cached at {meta.get('path', '')}")
     for run in runs:
         print(f"run {run['run_index'] + 1}: load avg at start {run['machine']['load_avg_at_start']}, at end "
-              f"{run['load_avg_at_end']}; RSS bench {run['rss_mb']} MiB, gunicorn {run.get('server_rss_mb')} MiB")
+              f"{run['load_avg_at_end']}, CPU steal {run.get('cpu_steal')} of the measured part; "
+              f"RSS bench {run['rss_mb']} MiB, gunicorn {run.get('server_rss_mb')} MiB")
     print("\nmedian of the runs (min–max); ratio = path / floor for the same queries, per run\n")
     rows = []
     for phase, label in (("cold", "cold"), ("after_write", "after a write")):
@@ -450,6 +451,7 @@ def _measure(args, bench, meta, served) -> int:
     after = _draw(rng, gen, samples, users, args.after_write, warm_texts | {q["query"] for q in cold},
                   args.cross_lingual)
     paths = ["floor"] + ([] if args.no_service else ["service"]) + ([] if served is None else ["http"])
+    cpu_start = common.cpu_times()
     latency: dict = {phase: {lang: {p: [] for p in paths} for lang in ("zh", "en", "all")}
                      for phase in ("cold", "after_write")}
     if args.no_service:
@@ -541,6 +543,7 @@ def _measure(args, bench, meta, served) -> int:
               for phase, by_lang in lat_st.items()}
     doc = {
         "run_index": args.run_index, "machine": bench.facts, "load_avg_at_end": _load(),
+        "cpu_steal": common.steal_share(cpu_start),
         "config": {"n": args.n, "users": len(meta["users"]), "per_user": args.per_user, "k": args.k,
                    "candidate_limit": limit, "cold_queries": len(cold), "after_write_queries": len(after),
                    "warm_queries": len(warm), "cold_users": len({q["user"] for q in cold})},
@@ -550,7 +553,8 @@ def _measure(args, bench, meta, served) -> int:
         "rss_mb": common.rss_mb(), "server_rss_mb": server_rss, "disk": common.var_sizes(bench.var_dir),
     }
     Path(args.out).write_text(json.dumps(doc, ensure_ascii=False, default=str), encoding="utf-8")
-    print(f"[run {args.run_index + 1}] load avg at end {doc['load_avg_at_end']}; cold HTTP p95 "
+    print(f"[run {args.run_index + 1}] load avg at end {doc['load_avg_at_end']}, CPU steal {doc['cpu_steal']}; "
+          f"cold HTTP p95 "
           f"{lat_st['cold']['all'].get('http', {}).get('p95')} ms, service p95 "
           f"{lat_st['cold']['all'].get('service', {}).get('p95')} "
           f"ms, floor p95 {lat_st['cold']['all']['floor']['p95']} ms", file=sys.stderr, flush=True)
