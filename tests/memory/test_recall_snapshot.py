@@ -138,7 +138,8 @@ def test_a_recall_of_a_user_not_kept_builds_without_rows(org):
     corpus.clear()
     with CaptureQueriesContext(connection) as ctx:
         assert _ids(org, "zqpond") == [written.id]
-    user_range = [q["sql"] for q in ctx.captured_queries if "ORDER BY" in q["sql"] and '"status" = ' in q["sql"]
+    status = f"{connection.ops.quote_name('status')} = "
+    user_range = [q["sql"] for q in ctx.captured_queries if "ORDER BY" in q["sql"] and status in q["sql"]
                   and "memoryterms" not in q["sql"].lower()]
     assert len(user_range) == 1 and "importance" not in user_range[0]  # ids and versions only
     held = corpus._cache().get((org.id, "u1"))
