@@ -14,7 +14,7 @@ source conversation is readable now, whether a linked entity is allowed now
 A snapshot built off the request path (`warm`, `refresh_soon`) reads every row at once; one built by
 the recall that finds none (a user not kept) reads only ids and terms, and the rows of the candidates
 recall looks at, when it looks: a cold user's first recall waits for the build, and reading every row
-was about a third of it at 2,000 memories (decisions D14).
+was a large part of it (decisions D14: `bench.snapshots`).
 
 A snapshot holds no memory text: term hashes, flags and the speaker label only. The access count
 (the frequency prior) is as of the snapshot's build."""
@@ -229,13 +229,14 @@ def _rows_statement() -> str:
 
 
 def _ids_statement() -> str:
-    """Every active memory's id and version only (a third of the rows statement's time at 2,000)."""
+    """Every active memory's id and version only (two columns of the same range)."""
     return _user_range([_column("id"), _column("version")])
 
 
 def _rows_by_id_statement(n: int) -> str:
     """The candidate rows and status of n memories, by primary key (the status is read, not filtered:
-    with it in the WHERE clause SQLite's planner took the status index, see memories_of)."""
+    with it in the WHERE clause SQLite's planner took the status index, see memories_of). Not
+    plain_rows: its datetimes would go through the driver's per-value parse (`_candidate_columns`)."""
     qn, m = connection.ops.quote_name, Memory._meta
     return (f"SELECT {', '.join(_candidate_columns() + [_column('status')])} FROM {qn(m.db_table)} "
             f"WHERE {_column('id')} IN ({', '.join(['%s'] * n)})")
@@ -246,7 +247,7 @@ def _terms_statement() -> str:
     index, which a join from each memory would turn into a lookup per memory)."""
     qn, t = connection.ops.quote_name, MemoryTerms._meta
     # SQLite's driver turns a boolean column into a bool by a Python call per value (Django's
-    # converter): as integers they cost nothing, ~2 ms of a 2,000-memory read.
+    # converter); as integers they are plain values.
     flags = ("cjk", "small_talk") if connection.vendor == "sqlite" else ()
     columns = ", ".join(f"CAST({qn(t.get_field(c).column)} AS INTEGER)" if c in flags else qn(t.get_field(c).column)
                         for c in ("memory", "version", "tokenizer", "hashes", "cjk", "small_talk", "speaker"))
