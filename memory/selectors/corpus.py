@@ -14,7 +14,9 @@ source conversation is readable now, whether a linked entity is allowed now
 A snapshot built off the request path (`warm`, `refresh_soon`) reads every row at once; one built by
 the recall that finds none (a user not kept) reads only ids and terms, and the rows of the candidates
 recall looks at, when it looks: a cold user's first recall waits for the build, and reading every row
-was a large part of it (decisions D14: `bench.snapshots`).
+was a large part of it (decisions D14: `bench.snapshots`). On SQLite that build reads each of its two
+lists as one concatenated row (`_build_concatenated`): it runs beside the query's encode, and a read
+row by row gave the GIL to the encoder thread at every row.
 
 A snapshot holds no memory text: term hashes, flags and the speaker label only. The access count
 (the frequency prior) is as of the snapshot's build."""
@@ -84,12 +86,15 @@ class UserCorpus:
     generation: object
     ids: np.ndarray
     raw: dict[int, tuple]  # memory id -> CANDIDATE_COLUMNS as the driver gave them (all, or those read so far)
-    features: dict[int, tuple[bool, bool, str | None]]  # cjk, small talk, speaker
+    features: dict[int, tuple[bool, bool, str | None]]  # cjk, small talk, speaker (all, or those asked for so far)
     # Every memory's term hashes end to end, in `ids` order; a memory's run is flat[starts[p]:starts[p + 1]].
     flat: np.ndarray
     starts: np.ndarray
     index: TermIndex | None
     _position: dict[int, int] = field(default_factory=dict)
+    # A concatenated build's features, made into `features` entries on first use: cjk and small-talk
+    # flags in `ids` order, the speaker labels as hex in the terms' order, and each memory's place there.
+    _packed_features: tuple[np.ndarray, np.ndarray, list[str], np.ndarray] | None = None
     _rows: dict[int, tuple] = field(default_factory=dict)  # converted rows, made on first use
     _sources: dict[int, list[dict]] = field(default_factory=dict)
     _links: dict[int, list[int]] = field(default_factory=dict)
@@ -127,7 +132,14 @@ class UserCorpus:
             for i in _DATETIME_AT:
                 values[i] = _aware(values[i], tz)
             row = self._rows[memory_id] = tuple(values)
-        return Candidate(row, *self.features[memory_id])
+        features = self.features.get(memory_id)
+        if features is None:
+            cjk, small_talk, speakers, place = self._packed_features
+            p = self._positions()[memory_id]
+            speaker = speakers[place[p]]
+            features = self.features[memory_id] = (bool(cjk[p]), bool(small_talk[p]),
+                                                   bytes.fromhex(speaker).decode() if speaker else None)
+        return Candidate(row, *features)
 
     def terms_of(self, memory_ids) -> np.ndarray:
         """The term hashes of these memories end to end (memories not in the snapshot have none)."""
@@ -255,8 +267,79 @@ def _terms_statement() -> str:
             f"AND {qn('user_id')} = %s")
 
 
+def _concatenated_statements() -> tuple[str, str]:
+    """The ids statement and the terms statement as one row each, every column concatenated in SQL
+    (SQLite). Python's sqlite3 releases the GIL around every row it steps, and a cold build runs while
+    the query is encoded on another thread, which takes the GIL at each release: ~2,000 rows read
+    one by one took half as long again as alone (`_build_concatenated`). Each list is counted, and a
+    NULL, which group_concat would skip, is made a value, so the lists stay aligned."""
+    qn, m, t = connection.ops.quote_name, Memory._meta, MemoryTerms._meta
+    ids = (f"SELECT count(*), group_concat({_column('id')}), group_concat({_column('version')}), "
+           f"group_concat(coalesce({_column('created_at')}, ''), '|') FROM {qn(m.db_table)} "
+           f"WHERE {_column('org')} = %s AND {_column('user_id')} = %s AND {_column('status')} = %s")
+    col = lambda name: qn(t.get_field(name).column)  # noqa: E731
+    terms = (f"SELECT count(*), group_concat({col('memory')}), group_concat({col('version')}), "
+             f"group_concat(coalesce(length({col('hashes')}), 0)), group_concat(hex({col('hashes')}), ''), "
+             f"group_concat(coalesce(CAST({col('cjk')} AS INTEGER), 0)), "
+             f"group_concat(coalesce(CAST({col('small_talk')} AS INTEGER), 0)), group_concat(hex({col('speaker')})) "
+             f"FROM {qn(t.db_table)} WHERE {col('org')} = %s AND {qn('user_id')} = %s AND {col('tokenizer')} = %s")
+    return ids, terms
+
+
+def _ints(text: str | None, count: int) -> np.ndarray | None:
+    """A comma-separated list of `count` integers; None if it is not that."""
+    values = np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, dtype=np.int64)
+    return values if len(values) == count else None
+
+
+def _build_concatenated(org_id: int, user_id: str, generation) -> UserCorpus | None:
+    """`build(rows=False)` from the two statements of `_concatenated_statements`: the same snapshot
+    (ids in the same order, the same hashes and index), or None when some active memory has no current
+    stored terms (the projection lags a write), which `build` handles by reading its text."""
+    name = analyser()
+    ids_sql, terms_sql = _concatenated_statements()
+    with connection.cursor() as cursor:
+        cursor.execute(ids_sql, [org_id, user_id, MemoryStatus.ACTIVE.value])
+        (count, id_list, version_list, created_list), = cursor.fetchall()
+        cursor.execute(terms_sql, [org_id, user_id, name])
+        (held, term_ids, term_versions, term_lengths, hexed, cjk, small_talk, speakers), = cursor.fetchall()
+    ids, versions = _ints(id_list, count), _ints(version_list, count)
+    term_ids, term_versions = _ints(term_ids, held), _ints(term_versions, held)
+    term_lengths, cjk, small_talk = _ints(term_lengths, held), _ints(cjk, held), _ints(small_talk, held)
+    speakers = speakers.split(",") if held else []
+    if any(a is None for a in (ids, versions, term_ids, term_versions, term_lengths, cjk, small_talk)) \
+            or len(speakers) != held or (count and not held):
+        return None
+    if not count:
+        return UserCorpus(generation, ids, {}, {}, np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64), None)
+    # Newest first, as the row-by-row statement orders them (ORDER BY created_at DESC, id DESC), so BM25
+    # ties keep their order: the stored texts as bytes compare as SQLite compares them (BINARY).
+    order = np.lexsort((ids, np.array(created_list.encode().split(b"|"))))[::-1]
+    ids, versions = ids[order], versions[order]
+    by_id = np.argsort(term_ids, kind="stable")
+    found = np.searchsorted(term_ids, ids, sorter=by_id)
+    place = by_id[np.minimum(found, held - 1)]
+    if not ((term_ids[place] == ids) & (term_versions[place] == versions)).all():
+        return None
+    stored = stored_hashes(bytes.fromhex(hexed)) if hexed else np.zeros(0, dtype=np.int64)
+    widths = term_lengths // 8
+    offsets = np.concatenate(([0], np.cumsum(widths)))
+    lengths = widths[place]
+    starts = np.concatenate(([0], np.cumsum(lengths)))
+    # Each memory's run of hashes, moved from the terms' order to the memories' order.
+    flat = stored[np.repeat(offsets[place] - starts[:-1], lengths) + np.arange(starts[-1])]
+    index = TermIndex.from_flat(flat, lengths, k1=settings.KEYWORD_BM25_K1, b=settings.KEYWORD_BM25_B)
+    corpus = UserCorpus(generation, ids, {}, {}, flat, starts, index)
+    corpus._packed_features = (cjk[place], small_talk[place], speakers, place)
+    return corpus
+
+
 def build(org_id: int, user_id: str, generation, rows: bool = True) -> UserCorpus:
     """The user's snapshot; `rows=False` leaves the candidate rows to be read when asked for."""
+    if not rows and connection.vendor == "sqlite":
+        corpus = _build_concatenated(org_id, user_id, generation)
+        if corpus is not None:
+            return corpus
     with connection.cursor() as cursor:
         cursor.execute(_rows_statement() if rows else _ids_statement(), [org_id, user_id, MemoryStatus.ACTIVE.value])
         found = cursor.fetchall()

@@ -1,12 +1,15 @@
 """Recall reads a per-user snapshot (memory/selectors/corpus.py) that is valid while the user's memory
 generation is unchanged: what changes who may see a memory invalidates it, what is checked now is
 read on every call, and the served rows are checked against MySQL once more."""
+from datetime import timedelta
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from conversations.models import ConversationAccess
-from memory.models import Memory
+from memory.models import Memory, MemoryTerms
 from memory.selectors import corpus
 from memory.selectors.recall_pipeline import RecallQuery, recall
 from memory.services.memories import MemoryInput, SourceRef, memory_write
@@ -139,8 +142,62 @@ def test_a_recall_of_a_user_not_kept_builds_without_rows(org):
     with CaptureQueriesContext(connection) as ctx:
         assert _ids(org, "zqpond") == [written.id]
     status = f"{connection.ops.quote_name('status')} = "
-    user_range = [q["sql"] for q in ctx.captured_queries if "ORDER BY" in q["sql"] and status in q["sql"]
-                  and "memoryterms" not in q["sql"].lower()]
+    # The user's range: ordered row by row, or (SQLite) concatenated into one row.
+    user_range = [q["sql"] for q in ctx.captured_queries if ("ORDER BY" in q["sql"] or "group_concat" in q["sql"])
+                  and status in q["sql"] and "memoryterms" not in q["sql"].lower()]
     assert len(user_range) == 1 and "importance" not in user_range[0]  # ids and versions only
     held = corpus._cache().get((org.id, "u1"))
     assert held is not None and list(held.raw) == [written.id]  # its row, read as a candidate
+
+
+def _same_snapshot(org_id: int, one, other) -> None:
+    assert one.ids.tolist() == other.ids.tolist()  # the same order: BM25 ties rank alike
+    assert one.flat.tolist() == other.flat.tolist() and one.starts.tolist() == other.starts.tolist()
+    for query in (one.flat[:3], one.flat[-2:]):
+        assert one.index.scores(query).tolist() == other.index.scores(query).tolist()
+    eager = corpus.build(org_id, "u1", 1)
+    for memory_id in one.ids.tolist():
+        for snapshot in (one, other):
+            snapshot.raw.setdefault(memory_id, eager.raw[memory_id])
+        mine, theirs = one.candidate(memory_id), other.candidate(memory_id)
+        assert (mine.row, mine.cjk, mine.small_talk, mine.speaker) == (theirs.row, theirs.cjk, theirs.small_talk,
+                                                                       theirs.speaker)
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="the concatenated build is SQLite's")
+def test_the_concatenated_build_is_the_row_by_row_build(org):
+    """A cold build on SQLite reads its two lists as one row each (corpus._build_concatenated); what it
+    builds must be what the row-by-row statements build: same order (ties of created_at by id), hashes,
+    index and features, and only the user's active memories."""
+    contents = ["Caroline: I moved to Hangzhou last spring.", "我们农场的zq拖拉机是红色的。", "ok thanks!",
+                "The zqsilo holds 40 tonnes of maize.", "Melanie: 我周末去西湖跑步。", "The zqbarn roof leaks."]
+    written = [memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content=c)).memory for c in contents]
+    memory_write(MemoryInput(org=org, user_id="u2", kind="fact", content="u2's zqsilo is empty."))
+    tied = timezone.now() - timedelta(days=3)
+    Memory.objects.filter(id__in=[written[1].id, written[3].id, written[4].id]).update(created_at=tied)
+    Memory.objects.filter(id=written[5].id).update(status="invalidated")  # its terms row stays
+    concatenated = corpus._build_concatenated(org.id, "u1", 1)
+    assert concatenated is not None
+    row_by_row = corpus.build(org.id, "u1", 1)
+    assert written[5].id not in concatenated.ids.tolist() and len(concatenated.ids) == 5
+    _same_snapshot(org.id, concatenated, row_by_row)
+    assert concatenated.candidate(written[0].id).speaker == "Caroline"
+    assert concatenated.candidate(written[1].id).cjk and not concatenated.candidate(written[3].id).cjk
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="the concatenated build is SQLite's")
+def test_a_memory_without_current_terms_falls_back_to_its_text(org):
+    written = [memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content=c)).memory
+               for c in ("The zqpump is in barn 2.", "我们的zq水泵在二号仓库。")]
+    MemoryTerms.objects.filter(memory_id=written[1].id).update(version=99)  # as if the projection lagged
+    assert corpus._build_concatenated(org.id, "u1", 1) is None
+    cold = corpus.build(org.id, "u1", 1, rows=False)  # read its text instead
+    _same_snapshot(org.id, cold, corpus.build(org.id, "u1", 1))
+    assert len(cold.ids) == 2
+    corpus.clear()
+    assert written[0].id in _ids(org, "zqpump")  # a recall of the cold user builds it the same way
+
+
+def test_an_empty_user_builds_an_empty_snapshot(org):
+    empty = corpus.build(org.id, "nobody", 1, rows=False)
+    assert len(empty.ids) == 0 and empty.index is None and empty.keyword_scores("anything") == {}
