@@ -2,7 +2,9 @@
 recall snapshot (memory/selectors/corpus.py, decisions D14) on a `bench.recall` store, as the web
 process builds it off the request path (every row) and as a recall that finds none builds it (ids
 and terms, then the rows of the candidates it looks at, here the 80 newest memories: about what two
-back-check rounds read).
+back-check rounds read): now (on SQLite, each list read as one concatenated row) and as it was
+(row by row); both alone and beside the encode of a Chinese or an English query on the encoder
+threads, as a recall runs its build.
 
 The store is the one `bench.recall` built and cached for the same parameters (run that first); it is
 opened read-only (`immutable`), so nothing here writes to it. Each run draws other users; every
@@ -40,6 +42,9 @@ def parse_args(argv=None) -> tuple[argparse.Namespace, list[str]]:
 
 
 def _setup(store: Path) -> None:
+    from bench.store_cache import onnx_dir
+
+    os.environ.setdefault("EMBEDDING_ONNX_DIR", str(onnx_dir()))
     os.environ["MEMORY_VAR_DIR"] = tempfile.mkdtemp(prefix="bench-snapshots-")
     os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
     os.environ.setdefault("LOG_LEVEL", "ERROR")
@@ -56,29 +61,56 @@ def _setup(store: Path) -> None:
     connections["default"].settings_dict["NAME"] = f"file:{store / 'var' / 'memory.sqlite3'}?immutable=1"
 
 
+# Queries encoded beside a build, as a recall encodes its query while it builds (a counter makes
+# each text new).
+_QUERIES = {"zh": "我上周在杭州买的那台咖啡机是什么牌子", "en": "what did I say about the coffee machine I bought"}
+
+
 def _measure(users: list[tuple[int, str]], candidates: int) -> dict[str, list[float]]:
     from memory.selectors import corpus
+    from memory.selectors.query_vectors import start_query_vectors
+    from memory.vectors import active_embedder
+
+    embedder = active_embedder()
+    counter = iter(range(10**9))
 
     def every_row(org_id, user_id):
         t0 = time.perf_counter()
         corpus.build(org_id, user_id, 0)
         return {"every_row": time.perf_counter() - t0}
 
-    def lazy(org_id, user_id):
+    def lazy(org_id, user_id, build, name):
         t0 = time.perf_counter()
-        built = corpus.build(org_id, user_id, 0, rows=False)
+        built = build(org_id, user_id)
         t1 = time.perf_counter()
         built.candidates(built.ids[:candidates].tolist())
         t2 = time.perf_counter()
-        return {"ids_and_terms": t1 - t0, "candidate_rows": t2 - t1, "lazy_total": t2 - t0}
+        return {f"{name}_ids_and_terms": t1 - t0, f"{name}_candidate_rows": t2 - t1, f"{name}_total": t2 - t0}
 
-    times: dict[str, list[float]] = {"every_row": [], "ids_and_terms": [], "candidate_rows": [], "lazy_total": []}
+    def row_by_row(org_id, user_id):  # how a recall built it before the concatenated reads (SQLite)
+        return lazy(org_id, user_id, lambda o, u: corpus._build_row_by_row(o, u, 0, rows=False), "row_by_row")
+
+    def as_recall(org_id, user_id):  # how a recall builds it now
+        return lazy(org_id, user_id, lambda o, u: corpus.build(o, u, 0, rows=False), "as_recall")
+
+    def beside(way, lang):
+        def measured(org_id, user_id):
+            pending = start_query_vectors(f"{_QUERIES[lang]} {next(counter)}", embedder)
+            try:
+                return {f"{name}_beside_{lang}_encode": seconds for name, seconds in way(org_id, user_id).items()
+                        if name.endswith(("_row", "_total"))}
+            finally:
+                pending()
+        return measured
+
+    ways = [every_row, row_by_row, as_recall] + [beside(w, lang) for lang in ("zh", "en") for w in (row_by_row, as_recall)]
+    times: dict[str, list[float]] = {}
     for i, (org_id, user_id) in enumerate(users):
-        # Each user is built both ways; whichever goes second finds the user's pages in SQLite's own
-        # cache, so the order alternates.
-        for way in ((every_row, lazy) if i % 2 == 0 else (lazy, every_row)):
+        # Each user is built every way; a later build finds the user's pages in SQLite's own cache, so
+        # the order rotates from user to user.
+        for way in ways[i % len(ways):] + ways[:i % len(ways)]:
             for name, seconds in way(org_id, user_id).items():
-                times[name].append(seconds * 1000)
+                times.setdefault(name, []).append(seconds * 1000)
     return times
 
 
@@ -95,7 +127,11 @@ def main(argv=None) -> int:
 
     read_pages(store / "var")  # in the page cache, as a serving node has its store
     _setup(store)
+    from django.conf import settings
+
     from memory.models import Memory
+
+    sys.setswitchinterval(settings.PYTHON_SWITCH_INTERVAL_SECONDS)  # as config/wsgi.py sets it
 
     population = sorted(Memory.objects.values_list("org_id", "user_id").distinct())
     rng = random.Random(store_args.seed)

@@ -340,6 +340,10 @@ def build(org_id: int, user_id: str, generation, rows: bool = True) -> UserCorpu
         corpus = _build_concatenated(org_id, user_id, generation)
         if corpus is not None:
             return corpus
+    return _build_row_by_row(org_id, user_id, generation, rows)
+
+
+def _build_row_by_row(org_id: int, user_id: str, generation, rows: bool) -> UserCorpus:
     with connection.cursor() as cursor:
         cursor.execute(_rows_statement() if rows else _ids_statement(), [org_id, user_id, MemoryStatus.ACTIVE.value])
         found = cursor.fetchall()
