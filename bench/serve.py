@@ -35,8 +35,9 @@ class Server:
     """``gunicorn config.wsgi -w 1 --threads 8`` (the Makefile's `run` target) in its own process group."""
 
     def __init__(self, var_dir: Path, *, threads: int = 8, extra_env: dict[str, str] | None = None,
-                 log=lambda msg: None, ready_timeout: float = 300.0):
+                 log=lambda msg: None, ready_timeout: float = 300.0, tree: Path = REPO_ROOT):
         self.var_dir = Path(var_dir)
+        self.tree = Path(tree)  # the checkout whose code gunicorn serves (bench.recall_ab: another one)
         self.port = free_port()
         self.threads = threads
         self.extra_env = extra_env or {}
@@ -54,7 +55,7 @@ class Server:
                str(self.threads), "--timeout", "120", *worker_tmp_dir()]
         self.log_path = self.var_dir / "gunicorn.log"
         self._log_file = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=self._log_file, stderr=subprocess.STDOUT,
+        self.proc = subprocess.Popen(cmd, cwd=self.tree, env=env, stdout=self._log_file, stderr=subprocess.STDOUT,
                                      start_new_session=True)
         self.log(f"gunicorn pid {self.proc.pid} on 127.0.0.1:{self.port} (var dir {self.var_dir})")
         deadline = time.monotonic() + self.ready_timeout
