@@ -45,7 +45,7 @@ def arg_parser(name: str, description: str) -> argparse.ArgumentParser:
     parser.add_argument("--out", help=f"result JSON path (default bench/results/{name}.json)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--embedding-threads", type=int,
-                        help="EMBEDDING_THREADS for this run (default: the setting's default, 2)")
+                        help="EMBEDDING_THREADS for this run (default: the setting's, EMBEDDING_THREADS, 1 unless set)")
     return parser
 
 
