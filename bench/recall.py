@@ -70,6 +70,10 @@ def parse_args(argv=None):
                    help="skip recall() in this process (for 1M): the floor of every query is measured first, "
                         "then this process closes its index and gunicorn serves alone; the target hit is read "
                         "from the HTTP answers")
+    p.add_argument("--server-timing", action="store_true",
+                   help="serve with SERVER_TIMING on and report where each served request's time went (its "
+                        "Server-Timing header: before the view, the view, recall's own stages, the rest inside "
+                        "Django, and outside Django: HTTP parsing, the thread hand-off, the network, the client)")
     p.add_argument("--rebuild", action="store_true", help="build the store again even if it is cached")
     p.add_argument("--role", choices=("main", "build", "run"), default="main", help=argparse_hidden())
     p.add_argument("--run-index", type=int, default=0, help=argparse_hidden())
@@ -177,7 +181,8 @@ def _summarise(runs: list[dict]) -> dict:
     values: dict[tuple, list[float]] = {}
     for run in runs:
         for key, value in _leaves({"latency_ms": run["latency_ms"], "ratios": run["ratios"],
-                                   "stages_ms": run["stages_ms"], "hit_at_k": run["hit_at_k"]}):
+                                   "stages_ms": run["stages_ms"], "hit_at_k": run["hit_at_k"],
+                                   "served_ms": run.get("served_ms", {})}):
             values.setdefault(key, []).append(value)
     out: dict = {}
     for key, xs in values.items():
@@ -231,6 +236,8 @@ def _print_summary(args, meta, runs, summary, argv) -> None:
               f"answers): {_cell(summary, 'hit_at_k')}")
     else:
         _print_stages(args, summary, first)
+    if summary.get("served_ms"):
+        _print_served(summary)
     if args.n >= 100_000 and args.per_user <= 500 and not args.no_http:
         for lang in ("zh", "en"):
             p95 = summary["latency_ms"]["cold"][lang]["http"]["p95"]["median"]
@@ -257,6 +264,27 @@ def _print_stages(args, summary: dict, first: dict) -> None:
     print(common.table(["lang", "stage", "p50 ms", "p95 ms"], stage_rows))
     print(f"\ntarget memory in the top {args.k}: {_cell(summary, 'hit_at_k')}; SQL per recall (run 1): "
           f"service {first['sql'].get('service_mean')}")
+
+
+def _print_served(summary: dict) -> None:
+    print("\nserved requests, cold, where the time went (Server-Timing; `outside_app`: the client's time "
+          "minus `app`), p50 / p95 ms:\n")
+    rows = []
+    for lang in ("zh", "en"):
+        for part in summary["served_ms"].get(lang, {}):
+            rows.append((lang, part, _cell(summary, "served_ms", lang, part, "p50"),
+                         _cell(summary, "served_ms", lang, part, "p95")))
+    print(common.table(["lang", "part", "p50 ms", "p95 ms"], rows))
+
+
+def _server_timing(value: str | None) -> dict[str, float]:
+    """`name;dur=1.23, ...` as {name: ms}."""
+    out = {}
+    for entry in (value or "").split(","):
+        name, _, rest = entry.strip().partition(";dur=")
+        if name and rest:
+            out[name] = float(rest)
+    return out
 
 
 # --------------------------------------------------------------------------- build (a child process)
@@ -478,9 +506,11 @@ def _measure(args, bench, meta, served) -> int:
             read_pages(served)
         paths.remove("floor")
     if served is not None:
-        server = Server(served, log=bench.log).__enter__()
+        server = Server(served, log=bench.log,
+                        extra_env={"SERVER_TIMING": "1"} if args.server_timing else None).__enter__()
         client = Client(server.port, api_key=meta["api_key"])
     stages: dict = {"zh": {}, "en": {}}
+    served_parts: dict = {"zh": {}, "en": {}}  # --server-timing: each cold served request's parts
     hits = 0
     try:
         bench.log(f"warm-up: {len(warm)} queries (never measured)")
@@ -509,6 +539,12 @@ def _measure(args, bench, meta, served) -> int:
                             max(0.0, elapsed - result.timings_ms.get("total", elapsed)))
                 else:
                     (status, body), elapsed = common.timed(http, q)
+                    if phase == "cold" and args.server_timing and status == 200:
+                        parts = _server_timing(client.last_headers.get("Server-Timing"))
+                        if "app" in parts:
+                            parts["outside_app"] = max(0.0, elapsed - parts["app"])
+                        for part, ms in parts.items():
+                            served_parts[q["lang"]].setdefault(part, []).append(ms)
                     if phase == "cold" and args.no_service and status == 200:  # parsed after the timing
                         hits += any(item["id"] == q["target"] for item in json.loads(body)["items"])
                 latency[phase][q["lang"]][what].append(elapsed)
@@ -549,6 +585,7 @@ def _measure(args, bench, meta, served) -> int:
                    "warm_queries": len(warm), "cold_users": len({q["user"] for q in cold})},
         "latency_ms": lat_st, "ratios": ratios,
         "stages_ms": {lang: {k: common.stats(v) for k, v in d.items()} for lang, d in stages.items()},
+        "served_ms": {lang: {k: common.stats(v) for k, v in d.items()} for lang, d in served_parts.items() if d},
         "hit_at_k": round(hits / len(cold), 3) if cold else None, "sql": sql, "http_errors": http_errors,
         "rss_mb": common.rss_mb(), "server_rss_mb": server_rss, "disk": common.var_sizes(bench.var_dir),
     }

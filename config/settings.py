@@ -51,6 +51,12 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
+# A `Server-Timing` header on every response: where the request's time went (config/server_timing.py).
+# Off by default: it tells a caller how much work its request caused. Outermost, so `app` covers every
+# middleware; not in the stack at all when off.
+SERVER_TIMING = env.bool("SERVER_TIMING", default=False)
+if SERVER_TIMING:
+    MIDDLEWARE.insert(0, "config.server_timing.ServerTimingMiddleware")
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"

@@ -10,7 +10,7 @@ PACKAGES = ("config", "tenancy", "entities", "conversations", "memory", "console
 
 # Low to high, as docs/architecture.md draws them; the longest matching prefix names a module's layer.
 APP_LAYERS = [
-    ("config.settings", "config.redis_guard", "config.plain_reads", "config.sqlite_stats"),
+    ("config.settings", "config.redis_guard", "config.plain_reads", "config.sqlite_stats", "config.server_timing"),
     ("tenancy",),
     ("entities",),
     ("conversations",),

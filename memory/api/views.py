@@ -1,3 +1,5 @@
+import time
+
 from django.http import Http404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
@@ -5,6 +7,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config import server_timing
 from conversations.models import Message
 from conversations.selectors import conversation_get
 from entities.selectors import entity_ids_from_refs
@@ -129,6 +132,8 @@ class MemoryInvalidateApi(APIView):
 class RecallApi(APIView):
     @extend_schema(request=s.RecallInputSerializer, responses=s.RecallOutputSerializer)
     def post(self, request):
+        server_timing.since_start("pre_view")  # middleware, authentication, throttling
+        started = time.perf_counter()
         data = s.RecallInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
@@ -143,7 +148,11 @@ class RecallApi(APIView):
             org=org, user_id=user_id, query=v["query"], k=v["k"], kinds=v.get("kinds"),
             entity_ids=_entity_ids(request, v["entities"]), at=v.get("at"), conversation_id=conversation_id,
             include_episodes=v["include_episodes"], explain=v["explain"]))
-        return Response(recall_body(result, explain=v["explain"]))
+        body = recall_body(result, explain=v["explain"])
+        server_timing.add("view", (time.perf_counter() - started) * 1000)
+        for stage, ms in result.timings_ms.items():  # recall's own timings (total, embed, vector, ...)
+            server_timing.add(f"recall_{stage}", ms)
+        return Response(body)
 
 
 class ContextApi(APIView):
@@ -151,6 +160,8 @@ class ContextApi(APIView):
     def post(self, request, conversation_id: int):
         from memory.context import ContextBudgetError, assemble_context
 
+        server_timing.since_start("pre_view")
+        started = time.perf_counter()
         conversation = conversation_get(org=request.user.org, user_id=request.user.user_id, conversation_id=conversation_id)
         data = s.ContextInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -159,7 +170,9 @@ class ContextApi(APIView):
                                                       conversation=conversation, v=data.validated_data))
         except ContextBudgetError as exc:
             raise ValidationError({exc.field: [str(exc)]}) from None
-        return Response(context_data(result))
+        body = context_data(result)
+        server_timing.add("view", (time.perf_counter() - started) * 1000)
+        return Response(body)
 
 
 class ConversationReextractApi(APIView):
