@@ -5,7 +5,7 @@ operator may not want to publish. When on, `ServerTimingMiddleware` (outermost, 
 middleware) opens a per-request record, views add to it, and the header lists what they added plus
 `app`, the whole time inside Django:
 
-    Server-Timing: pre_view;dur=0.98, validate;dur=0.51, recall;dur=7.90, embed;dur=3.50, ..., app;dur=9.80
+    Server-Timing: pre_view;dur=1.68, view;dur=9.10, recall_embed;dur=4.58, ..., recall_total;dur=7.15, app;dur=11.09
 
 A served request's time minus `app` is the server's own (HTTP parsing, the thread hand-off, writing)
 and the network's. `bench.recall --server-timing` reports these per language.
