@@ -277,16 +277,6 @@ def _print_served(summary: dict) -> None:
     print(common.table(["lang", "part", "p50 ms", "p95 ms"], rows))
 
 
-def _server_timing(value: str | None) -> dict[str, float]:
-    """`name;dur=1.23, ...` as {name: ms}."""
-    out = {}
-    for entry in (value or "").split(","):
-        name, _, rest = entry.strip().partition(";dur=")
-        if name and rest:
-            out[name] = float(rest)
-    return out
-
-
 # --------------------------------------------------------------------------- build (a child process)
 
 def _build(args) -> int:
@@ -396,6 +386,7 @@ def _measure(args, bench, meta, served) -> int:
 
     from bench.serve import Client, Server
     from bench.synth import TextGen
+    from config import server_timing
     from memory.embeddings import CompositeEmbedder
     from memory.query_shape import shape
     from memory.selectors.recall_candidates import is_cjk as _is_cjk
@@ -540,7 +531,7 @@ def _measure(args, bench, meta, served) -> int:
                 else:
                     (status, body), elapsed = common.timed(http, q)
                     if phase == "cold" and args.server_timing and status == 200:
-                        parts = _server_timing(client.last_headers.get("Server-Timing"))
+                        parts = server_timing.parse(client.last_headers.get("Server-Timing"))
                         if "app" in parts:
                             parts["outside_app"] = max(0.0, elapsed - parts["app"])
                         for part, ms in parts.items():

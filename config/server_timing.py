@@ -40,6 +40,16 @@ def header_value(entries: dict[str, float], app_ms: float) -> str:
     return ", ".join(parts)
 
 
+def parse(value: str | None) -> dict[str, float]:
+    """A header `header_value` wrote, as {name: ms} in its order (for clients: `bench.recall`)."""
+    out = {}
+    for entry in (value or "").split(","):
+        name, _, duration = entry.strip().partition(";dur=")
+        if name and duration:
+            out[name] = float(duration)
+    return out
+
+
 class ServerTimingMiddleware:
     """Installed only when `SERVER_TIMING` is on (config/settings.py): otherwise not in the stack at all."""
 

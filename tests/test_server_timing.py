@@ -8,17 +8,8 @@ from tests.conversations.api_helpers import create_conversation
 pytestmark = pytest.mark.django_db
 
 
-def parse(value: str) -> dict[str, float]:
-    out = {}
-    for entry in value.split(","):
-        name, _, duration = entry.strip().partition(";dur=")
-        out[name] = float(duration)
-    return out
-
-
 @pytest.fixture
 def timed(settings):
-    settings.SERVER_TIMING = True
     settings.MIDDLEWARE = ["config.server_timing.ServerTimingMiddleware", *settings.MIDDLEWARE]
 
 
@@ -32,7 +23,7 @@ def test_recall_reports_its_parts_inside_app(timed, api):
     api.post("/api/v1/memories", {"kind": "fact", "content": "报表数据库用的是 PostgreSQL 15"}, format="json")
     response = api.post("/api/v1/recall", {"query": "报表数据库用什么"}, format="json")
     assert response.status_code == 200 and response.json()["items"]
-    parts = parse(response.headers["Server-Timing"])
+    parts = server_timing.parse(response.headers["Server-Timing"])
     assert list(parts)[:2] == ["pre_view", "view"] and list(parts)[-1] == "app"
     assert {"recall_total", "recall_embed", "recall_vector", "recall_back_check_rank"} <= set(parts)
     assert all(ms >= 0 for ms in parts.values())
@@ -46,14 +37,14 @@ def test_context_reports_view_and_app(timed, api):
     response = api.post(f"/api/v1/conversations/{conversation['id']}/context", {"message": "下周的维保计划"},
                         format="json")
     assert response.status_code == 200, response.content
-    parts = parse(response.headers["Server-Timing"])
+    parts = server_timing.parse(response.headers["Server-Timing"])
     assert set(parts) == {"pre_view", "view", "app"} and parts["view"] <= parts["app"]
 
 
 def test_a_refused_request_still_carries_app(timed, api):
     response = api.post("/api/v1/recall", {"query": "x", "k": "many"}, format="json")
     assert response.status_code == 400
-    parts = parse(response.headers["Server-Timing"])
+    parts = server_timing.parse(response.headers["Server-Timing"])
     assert "app" in parts and "view" not in parts
 
 
