@@ -388,12 +388,13 @@ def _measure(args, bench, meta, served) -> int:
     from bench.synth import TextGen
     from config import server_timing
     from memory.embeddings import CompositeEmbedder
+    from memory.models import PAYLOAD_VERSION, VectorCollection
     from memory.query_shape import shape
     from memory.selectors.recall_candidates import is_cjk as _is_cjk
     from memory.selectors.recall_pipeline import RecallQuery, recall
     from memory.services.memories import MemoryInput, memory_write
     from memory.vector_index import get_vector_index
-    from memory.vectors import active_embedder
+    from memory.vectors import active_embedder, user_filters
     from tenancy.models import Org
 
     org = Org.objects.get(slug="bench")
@@ -408,11 +409,14 @@ def _measure(args, bench, meta, served) -> int:
     embedder = active_embedder()
     index = get_vector_index()
     collection = meta["collection"]
+    live = VectorCollection.objects.get(name=collection)
+    if live.payload_version < PAYLOAD_VERSION:  # recall would search it as older code did (D16)
+        raise SystemExit(f"the cached store's points are of payload version {live.payload_version}, not "
+                         f"{PAYLOAD_VERSION}: run again with --rebuild")
     bench.facts = common.machine_facts(embedder)
     print(f"[run {args.run_index + 1}] load avg at start {bench.facts['load_avg_at_start']}", file=sys.stderr,
           flush=True)
     limit = max(settings.RECALL_CANDIDATES, args.k * 3)
-    org_key = str(org.id)
     share = settings.RECALL_WEIGHTS["multilingual_share_en"]
     composite = isinstance(embedder, CompositeEmbedder)
 
@@ -443,8 +447,9 @@ def _measure(args, bench, meta, served) -> int:
             w = settings.RECALL_LONG_QUERY["focus_weight"]
             vec = ((1.0 - w) * vec + w * focus).astype(np.float32)
         t_embed = common.ms_since(t)
-        index.search(vec, filters={"org": org_key, "user_id": q["user"], "status": "active"}, limit=limit,
-                     collection=collection)
+        # One raw search scoped to the user as recall() scopes its own (memory/vectors.py), ids and scores.
+        index.search(vec, filters=user_filters(live, org.id, q["user"]), limit=limit, collection=collection,
+                     with_payload=False)
         return common.ms_since(t), t_embed
 
     def service(q):

@@ -42,8 +42,10 @@ def main(argv=None) -> int:
     from django.db import connection
 
     from bench.synth import BulkLoader, TextGen, user_ids
+    from memory.models import VectorCollection
     from memory.selectors.recall_pipeline import RecallQuery, recall
     from memory.vector_index import get_vector_index
+    from memory.vectors import user_filters
     from tenancy.services import org_get_or_create
 
     org = org_get_or_create(slug="bench")
@@ -53,8 +55,8 @@ def main(argv=None) -> int:
     bench.facts = common.machine_facts(embedder)
     index = get_vector_index()
     collection = loader.collection
+    live = VectorCollection.objects.get(name=collection)
     limit = max(settings.RECALL_CANDIDATES, args.k * 3)
-    org_key = str(org.id)
     rss_baseline = common.rss_mb()
 
     results = []
@@ -99,8 +101,8 @@ def main(argv=None) -> int:
         vectors = embedder.encode([q for _, q in queries])
 
         def search(user, vec):
-            return index.search(vec, filters={"org": org_key, "user_id": user, "status": "active"}, limit=limit,
-                                collection=collection)
+            return index.search(vec, filters=user_filters(live, org.id, user), limit=limit, collection=collection,
+                                with_payload=False)
 
         # warm-up: keyword indexes of the query users, shard pages, code paths
         for (user, text), vec in zip(queries, vectors):

@@ -215,6 +215,9 @@ class MemoryTerms(models.Model):
 
 LIVE_CACHE_SECONDS = 2.0
 _LIVE_CACHE: dict = {}
+# What a point's payload holds, by version: 1 the memory's org and user_id as two fields; 2 also their
+# pair as one `owner` field, so a search of one user's points has one selective condition (memory/vectors.py).
+PAYLOAD_VERSION = 2
 
 
 class VectorCollection(models.Model):
@@ -229,6 +232,9 @@ class VectorCollection(models.Model):
     state = models.CharField(max_length=10, choices=STATES, default="building")
     created_at = models.DateTimeField(auto_now_add=True)
     switched_at = models.DateTimeField(null=True, blank=True)
+    # The payload version every point of the collection carries (PAYLOAD_VERSION when it was created or
+    # last rebuilt from MySQL); searches use only the fields that version has.
+    payload_version = models.PositiveSmallIntegerField(default=PAYLOAD_VERSION)
 
     def __str__(self) -> str:
         return f"{self.name} ({self.state})"

@@ -33,6 +33,22 @@ def active_collection_row():
     return live
 
 
+def owner_key(org_id: int, user_id: str) -> str:
+    """The `owner` payload field: org and user as one value (the org id is digits, so the first colon
+    ends it whatever the user id holds)."""
+    return f"{org_id}:{user_id}"
+
+
+def user_filters(collection, org_id: int, user_id: str) -> dict:
+    """The search conditions that scope a search to one user's points in `collection` (a
+    VectorCollection). One selective condition where the points carry `owner`: with org and user_id
+    as two, the org condition was checked on each of the user's points, and in a store of one large
+    org it matches them all (at 1M points, 2,000 per user, a search took about half as long again)."""
+    if collection.payload_version >= 2:
+        return {"owner": owner_key(org_id, user_id)}
+    return {"org": str(org_id), "user_id": user_id}
+
+
 def to_bytes(vector: np.ndarray) -> bytes:
     return np.asarray(vector, dtype=np.float32).tobytes()
 

@@ -43,11 +43,16 @@ def warm_up() -> None:
     except Exception as exc:
         logger.warning("warm-up: planner statistics not refreshed (%s)", type(exc).__name__)
     try:
+        from memory.models import PAYLOAD_VERSION
         from memory.vector_index import may_open_vector_index
         from memory.vectors import active_collection_row
 
         if may_open_vector_index():
-            active_collection_row()  # opens the index and its live collection
+            live = active_collection_row()  # opens the index and its live collection
+            if live.payload_version < PAYLOAD_VERSION:
+                # Searches still work (they use the fields the points have), one condition slower.
+                logger.warning("vector collection %s holds payload version %d (current %d): run "
+                               "`manage.py rebuild_projections`", live.name, live.payload_version, PAYLOAD_VERSION)
     except Exception as exc:
         logger.warning("warm-up: vector index not opened (%s); recall degrades until it is", type(exc).__name__)
     finally:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 
 from memory.choices import MemoryStatus
-from memory.models import Memory, VectorCollection
+from memory.models import PAYLOAD_VERSION, Memory, VectorCollection
 from memory.projections.batch import (
     Progress,
     delete_orphans,
@@ -24,7 +24,8 @@ logger = logging.getLogger(__name__)
 
 def projections_rebuild(*, progress: Progress | None = None, batch: int = 500, optimize: bool = True) -> dict:
     """Re-project every active memory into the live collection from MySQL, delete orphan points,
-    record projected_version, drop the per-user cache hashes (refilled from MySQL on read)."""
+    record projected_version and the collection's payload version, drop the per-user cache hashes
+    (refilled from MySQL on read)."""
     index = get_vector_index()
     collection = VectorCollection.objects.get(name=active_collection())  # also creates the index collection
     total = Memory.objects.filter(status=MemoryStatus.ACTIVE).count()
@@ -38,6 +39,9 @@ def projections_rebuild(*, progress: Progress | None = None, batch: int = 500, o
         done += len(rows)
         if progress:
             progress(done, max(total, done))
+    # Every active memory's point now carries this code's payload: searches may rely on all of it.
+    VectorCollection.objects.filter(id=collection.id).update(payload_version=PAYLOAD_VERSION)
+    VectorCollection.forget_cached_live()
     orphans = delete_orphans(index, collection.name)
     settled = settle_inactive()
     drop_user_hashes(users)

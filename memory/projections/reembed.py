@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from memory.choices import MemoryStatus
 from memory.embeddings import Embedder, collection_name_for, get_embedder
-from memory.models import LIVE_CACHE_SECONDS, Memory, VectorCollection
+from memory.models import LIVE_CACHE_SECONDS, PAYLOAD_VERSION, Memory, VectorCollection
 from memory.projections.batch import (
     Progress,
     check_dim,
@@ -55,8 +55,10 @@ def _prepare_target(embedder: Embedder, model: str, index: VectorIndex, live_nam
         row = VectorCollection.objects.create(name=name, model_name=model, model_id=embedder.model_id,
                                               dim=embedder.dim, state="building")
     else:
-        VectorCollection.objects.filter(id=row.id).update(state="building", switched_at=None, model_name=model)
-        row.state, row.model_name = "building", model
+        # Emptied above and refilled by this code: its points will carry this payload version.
+        VectorCollection.objects.filter(id=row.id).update(state="building", switched_at=None, model_name=model,
+                                                           payload_version=PAYLOAD_VERSION)
+        row.state, row.model_name, row.payload_version = "building", model, PAYLOAD_VERSION
     return row
 
 

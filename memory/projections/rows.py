@@ -9,7 +9,7 @@ from memory.choices import MemoryStatus
 from memory.models import EntityLink, Memory, MemoryEmbedding, VectorCollection
 from memory.projections.terms import terms_sync
 from memory.vector_index import VectorPoint, get_vector_index
-from memory.vectors import active_collection_row, from_bytes, to_bytes
+from memory.vectors import active_collection_row, from_bytes, owner_key, to_bytes
 from tenancy.db import retry_on_contention
 
 logger = logging.getLogger(__name__)
@@ -21,7 +21,8 @@ def _ts(value) -> float:
 
 def memory_payload(memory: Memory, entity_ids: list[int], model_id: str) -> dict:
     return {
-        "org": str(memory.org_id), "user_id": memory.user_id, "kind": memory.kind, "scope": memory.scope,
+        "org": str(memory.org_id), "user_id": memory.user_id, "owner": owner_key(memory.org_id, memory.user_id),
+        "kind": memory.kind, "scope": memory.scope,
         "conversation_id": memory.conversation_id or 0, "assertion": memory.assertion, "status": memory.status,
         "entity_ids": entity_ids, "valid_from": _ts(memory.valid_from), "valid_to": _ts(memory.valid_to) or 4e9,
         "created": _ts(memory.created_at), "version": memory.version, "model_id": model_id,

@@ -13,18 +13,19 @@ from django.utils import timezone
 from config.plain_reads import plain_instances, plain_rows
 from conversations.selectors import readable_among
 from entities.policy import allowed_entity_ids
-from memory.choices import MemoryStatus
+from memory.choices import MemoryKind, MemoryStatus
 from memory.models import Memory, MemoryEmbedding
 from memory.query_shape import shape
 from memory.selectors.corpus import Candidate, UserCorpus, user_corpus
 from memory.selectors.query_vectors import QueryVectors, is_cjk
 from memory.vector_index import VectorIndexUnavailable, get_vector_index
-from memory.vectors import active_collection, from_bytes, similarity
+from memory.vectors import active_collection_row, from_bytes, similarity, user_filters
 from tenancy.models import Org
 
 logger = logging.getLogger(__name__)
 
 STANDING_KINDS = ["preference", "fact", "event", "context", "suggestion"]
+_ALL_KINDS = frozenset(MemoryKind.values)
 
 
 @dataclass
@@ -83,9 +84,15 @@ def fusion_weights(query: str) -> tuple[float, float]:
     return sem, kw
 
 
-def _vector_filters(q: RecallQuery) -> dict:
-    kinds = list(q.kinds or STANDING_KINDS + (["episode"] if q.include_episodes else []))
-    filters = {"org": str(q.org.id), "user_id": q.user_id, "status": "active", "kind": kinds}
+def _vector_filters(q: RecallQuery, collection) -> dict:
+    """The user's points, narrowed only by conditions that can exclude one: the index holds active
+    memories alone (the projection deletes a point when its memory stops being active; one that lags
+    is dropped by the back-check), and every point has one of the kinds, so asking for all of them
+    asks for nothing. Each condition is checked on every point of the user's."""
+    filters = user_filters(collection, q.org.id, q.user_id)
+    kinds = set(q.kinds or STANDING_KINDS + (["episode"] if q.include_episodes else []))
+    if not kinds >= _ALL_KINDS:
+        filters["kind"] = sorted(kinds)
     if q.entity_ids:
         filters["entity_ids"] = list(q.entity_ids)
     if q.at is not None:
@@ -96,12 +103,12 @@ def _vector_filters(q: RecallQuery) -> dict:
 def semantic_candidates(q: RecallQuery, vectors: QueryVectors, limit: int, result: RecallResult) -> dict[int, float]:
     started = time.perf_counter()
     try:
-        name = active_collection()
+        collection = active_collection_row()
         hits = {}
         # Ids and scores only (the back-check reads the rows from MySQL, so payloads would be decoded for
         # nothing); an English query's two vectors in one batch.
-        for found in get_vector_index().search_many(vectors.search, filters=_vector_filters(q), limit=limit,
-                                                    collection=name, with_payload=False):
+        for found in get_vector_index().search_many(vectors.search, filters=_vector_filters(q, collection), limit=limit,
+                                                    collection=collection.name, with_payload=False):
             for hit in found:
                 hits[hit.point_id] = max(hits.get(hit.point_id, -1.0), float(hit.score))
     except VectorIndexUnavailable as exc:

@@ -59,7 +59,7 @@ __all__ = [
 ]
 
 # Payload fields that get a payload index, so filtered search stays fast at ~1M points.
-KEYWORD_INDEX_FIELDS: tuple[str, ...] = ("org", "user_id", "kind", "status")
+KEYWORD_INDEX_FIELDS: tuple[str, ...] = ("org", "user_id", "owner", "kind", "status")
 INTEGER_INDEX_FIELDS: tuple[str, ...] = ("entity_ids",)
 # Qdrant co-locates points of one tenant when the keyword index is marked is_tenant.
 TENANT_FIELD = "org"

@@ -36,6 +36,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
 from memory.models import Memory
+from memory.vectors import owner_key
 from tenancy.models import ApiKey
 from tenancy.services import api_key_revoke, org_get_or_create
 from tests.conftest import make_client
@@ -538,19 +539,20 @@ def check_vector_payloads() -> None:
         memory = rows.get(point_id)
         assert memory is not None, f"orphan vector point {point_id}: {payload}"
         assert (payload["org"], payload["user_id"]) == (str(memory.org_id), memory.user_id), (point_id, payload)
+        assert payload["owner"] == owner_key(memory.org_id, memory.user_id), (point_id, payload)
         assert memory.status == "active", f"point {point_id} kept for a {memory.status} memory"
     active = set(Memory.objects.filter(status="active", org__slug__startswith="iso-").values_list("id", flat=True))
     assert active <= set(points), f"active memories without a vector point: {sorted(active - set(points))[:20]}"
     # The payload filters recall relies on: a search scoped to one (org, user) returns only their points.
     import numpy as np
 
-    from memory.vectors import active_collection_row
+    from memory.vectors import active_collection_row, user_filters
 
     live = active_collection_row()
     rng = np.random.default_rng(7)
     for org, user in sorted({(p["org"], p["user_id"]) for p in points.values()})[-12:]:
         vector = rng.normal(size=live.dim).astype(np.float32)
-        hits = index.search(vector / np.linalg.norm(vector), filters={"org": org, "user_id": user, "status": "active"},
+        hits = index.search(vector / np.linalg.norm(vector), filters=user_filters(live, int(org), user),
                             limit=100, collection=live.name)
         SEEN["filtered search hits"] += len(hits)
         for hit in hits:
