@@ -38,6 +38,8 @@ def classify(text: str, extractor: RuleExtractor | None = None) -> str:
     extractor = extractor or RuleExtractor()
     result = extractor.extract(ExtractionInput(role="user", content=text, occurred_at=_AT))
     for c in result.candidates:
+        if c.replaces_only:
+            continue  # stored only as the update of a memory on its subject: not a standing statement alone
         if c.scope == "task":
             return "task"
         if c.kind in ("fact", "preference", "event"):

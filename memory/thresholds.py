@@ -21,6 +21,11 @@ class Thresholds:
     masked_lo: float = 0.5  # value-masked cosine mapped to 0 at or below this ...
     masked_hi: float = 0.9  # ... and to 1 at or above this
     subject_duplicate: float = 0.85  # same subject and a cosine at or above this (no change cue): a restatement
+    # A newer statement that announces a change, by the same speaker, with a cosine at or above this to an
+    # older one whose subject the matcher could not tell: a possible conflict (both kept, the newer first)
+    # rather than two unrelated statements. Everyday wording of a change rarely names the attribute.
+    cue_conflict: float = 0.5
+    cue_conflict_masked: float = 0.45  # ... and with the values masked at or above this (both read alike)
 
 
 DEFAULTS = {

@@ -69,6 +69,10 @@ class Candidate:
     # The attribute a standing statement is about ("维修师傅", "reminder channel"), when the extractor
     # names it; the write path's subject matcher uses it instead of parsing the content's subject.
     subject: str | None = None
+    # A sentence that says a state changed but that nothing else classifies ("最近改喝拿铁了", "these
+    # days I take it with oat milk"): the write path keeps it only when it replaces, or may conflict
+    # with, a standing memory on its subject; on its own it is chatter, and its episode keeps the words.
+    replaces_only: bool = False
 
 
 @dataclass

@@ -76,8 +76,9 @@ class RuleExtractor(Extractor):
                 continue
             if speaker:
                 attribute_to(st, speaker)
-            key = norm(st.content)
-            if not key or key in seen:
+            # A state left by an event is the event's words again, as a fact that only replaces.
+            key = norm(st.content) + ("\0replaces" if st.replaces_only else "")
+            if not norm(st.content) or key in seen:
                 continue
             seen.add(key)
             candidates.append(resolve(st, inp.existing))
@@ -160,13 +161,17 @@ class RuleExtractor(Extractor):
             return [self._statement("fact", s, lex, at, times, change, old_values, explicit)]
         if reading is not None and reading.kind == "event" or self._is_event(s, lex, times, first_person):
             when = next((t for t in past if t.grain in _PRECISE_GRAINS), past[0] if past else None)
-            return [self._event(s, lex, at, when, explicit, change=change)]
+            # "老王上个月走了，现在是小李带技术": what happened, and the state it leaves, which may
+            # replace a standing memory on its subject (the event itself never replaces anything).
+            state = self._now_state(s, lex, at, times, change, old_values, explicit) if lex.now_time.search(s) else []
+            return [self._event(s, lex, at, when, explicit, change=change)] + state
         if self._is_fact(s, lex, first_person) or change == "correction":
             st = self._statement("fact", s, lex, at, times, change, old_values, explicit)
             if st.slot is None and not first_person:
                 return []  # a correction of something we cannot name is not storable on its own
             return [st]
-        return self._clause_fact(s, lex, at, times, old_values, explicit)
+        return self._clause_fact(s, lex, at, times, old_values, explicit) or \
+            self._now_state(s, lex, at, times, change, old_values, explicit)
 
     @staticmethod
     def _change(s: str, lex: Lexicon, explicit: bool) -> tuple[str | None, str, list[str], list[Statement] | None]:
@@ -221,6 +226,17 @@ class RuleExtractor(Extractor):
                 return [Statement(kind="fact", content=content, slot=slot, slot_key=slot.key("fact"),
                                   change="update", old_values=old_values, explicit=explicit)]
         return []
+
+    def _now_state(self, s: str, lex: Lexicon, at: datetime, times: list[TimeRef], change: str | None,
+                   old_values: list[str], explicit: bool) -> list[Statement]:
+        """The last resort: a sentence no rule above reads that says a state holds from now on
+        ("最近改喝拿铁了，美式太苦", "Karen left, and I report to Dev now"). Kept as a fact that only
+        replaces: the write path stores it when the subject judge finds the standing memory it updates."""
+        if not lex.now_state.search(s) or lex.opinion.search(s) or _DEMONSTRATIVE.match(s):
+            return []
+        st = self._statement("fact", s, lex, at, times, change or "update", old_values, explicit)
+        st.replaces_only = True
+        return [st]
 
     @staticmethod
     def _strip_leads(s: str, lex: Lexicon) -> tuple[str, bool]:

@@ -63,12 +63,13 @@ class MemoryInput:
     change: str | None = None  # correction | migration | update: replaces the same slot's older value
     supersedes: list[int] = field(default_factory=list)  # memory ids an LLM said this replaces
     subject: str | None = None  # the attribute the statement is about, when the extractor names it
+    replaces_only: bool = False  # stored only when it supersedes or may conflict with a standing memory
     metadata: dict = field(default_factory=dict)  # the client's key/value metadata, kept as given
 
 
 @dataclass
 class WriteOutcome:
-    action: str  # added | duplicate | superseded | blocked
+    action: str  # added | duplicate | superseded | blocked | unanchored (replaces_only, nothing on its subject)
     memory: Memory | None
     superseded: list[int] = field(default_factory=list)
     similarity: float | None = None
@@ -226,6 +227,8 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
             _touch_duplicate(memory, inp)
             return WriteOutcome("duplicate", whole(memory), similarity=decision.score)
         targets = _supersede_targets(inp, similar, limits.supersede, decisions) if dedup else []
+        if inp.replaces_only and not targets and not any(d.action == "conflict" for d in decisions.values()):
+            return WriteOutcome("unanchored", None)
         reason = "CORRECT" if inp.change == "correction" else ("SUPERSEDE" if targets else "ADD")
         try:
             with transaction.atomic():

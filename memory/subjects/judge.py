@@ -98,9 +98,11 @@ def judge(embedder, limits, *, content: str, kind: str, slot_key: str | None, ex
     for (e, (older, f)), sim in zip(embed_now, sims):
         f = replace(f, masked=sim)
         out.append((e, decide(f, same=limits.subject_same, conflict=limits.subject_conflict, duplicate=limits.subject_duplicate,
-                              kinds=(e.kind, kind), **bounds)))
+                              kinds=(e.kind, kind), cue_conflict=limits.cue_conflict,
+                              cue_conflict_masked=limits.cue_conflict_masked, **bounds)))
     for e, (older, f) in rest:
         f = replace(f, masked=limits.masked_lo)
         out.append((e, decide(f, same=limits.subject_same, conflict=limits.subject_conflict, duplicate=limits.subject_duplicate,
-                              kinds=(e.kind, kind), **bounds)))
+                              kinds=(e.kind, kind), cue_conflict=limits.cue_conflict,
+                              cue_conflict_masked=limits.cue_conflict_masked, **bounds)))
     return out

@@ -163,7 +163,8 @@ def subject_score(f: PairFeatures, *, masked_lo: float, masked_hi: float) -> flo
 
 
 def decide(f: PairFeatures, *, same: float, conflict: float, masked_lo: float, masked_hi: float,
-           duplicate: float, kinds: tuple[str, str] = (MemoryKind.FACT, MemoryKind.FACT)) -> Decision:
+           duplicate: float, kinds: tuple[str, str] = (MemoryKind.FACT, MemoryKind.FACT),
+           cue_conflict: float | None = None, cue_conflict_masked: float = 0.0) -> Decision:
     """What the newer statement does to the older one. Events (and anything not standing) never
     replace anything; a pair on the same subject is a duplicate when it states the same value."""
     if not all(k in STANDING_KINDS for k in kinds):
@@ -187,5 +188,11 @@ def decide(f: PairFeatures, *, same: float, conflict: float, masked_lo: float, m
                 return Decision("coexist", score, f)
         return Decision("supersede", score, f)
     if score >= conflict:
+        return Decision("conflict", score, f)
+    if cue_conflict is not None and f.cue and f.full >= cue_conflict and f.masked >= cue_conflict_masked and not (
+            f.ident_conflict or f.pred_conflict or f.speaker_differs or f.value_same):
+        # "我平时喝美式" / "最近改喝拿铁了": the change is announced, the two read alike, and the parts
+        # could not name the attribute of either. Not enough to replace (that would hide a true memory
+        # when wrong); enough to put the newer first and ask an operator.
         return Decision("conflict", score, f)
     return Decision("coexist", score, f)

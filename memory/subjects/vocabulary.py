@@ -134,9 +134,13 @@ EN_ADVERBS = set("just straight directly right always usually also only simply p
 
 # Change cues: evidence that a statement replaces an earlier one (a signal, not the gate).
 ZH_CHANGE_CUES = ("改", "换", "切换", "变成", "变为", "更新", "调整", "不再", "不用", "不要", "别再", "现在", "已经",
-                  "离职", "退休", "走了", "卖了", "报废", "升级", "替换", "迁移", "搬")
+                  "离职", "退休", "走了", "卖了", "报废", "升级", "替换", "迁移", "搬",
+                  # the time from which a state holds, and giving one up (everyday wording without a change verb)
+                  "如今", "目前", "最近", "这几年", "这阵子", "后来", "转", "戒", "调到")
 EN_CHANGE_CUES = ("switch", "chang", "now", "no longer", "anymore", "instead", "moved", "replac", "upgrad", "migrat",
-                  "left", "retired", "stop", "new")
+                  "left", "retired", "stop", "new",
+                  "these days", "nowadays", "lately", "started", "quit", "gave up", "took up", "ditched", "relocated",
+                  "up to ")
 
 # A clause with one of these says what no longer holds: its words are old values, not the subject.
 ZH_NEGATION = ("不要", "不用", "不再", "别", "停用", "取消", "不必", "无需", "没有再", "离职", "退休", "走了", "卖了", "报废")

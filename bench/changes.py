@@ -1,0 +1,161 @@
+"""Everyday change wording: does a later statement that a preference or fact changed replace the old one?
+
+    python -m bench.changes                   # the report half, in process: extraction + subject judge
+    python -m bench.changes --split tune      # the tuning half (the only one to look at while tuning)
+    python -m bench.changes --http http://127.0.0.1:8000   # through a running service (`make run`), recall included
+    python -m bench.changes --errors          # list every pair with its outcome
+
+The set (`evaluation/data/changes-{tune,report}.jsonl`): `change` pairs (an older standing statement,
+a newer message saying in everyday words that it changed, a question whose answer is the new value)
+and `other_attribute` pairs (the newer is about the same thing but another attribute: it must replace
+nothing). The tuning half was written first and looked at while building the now-state reading
+(decisions D17); the report half was written afterwards by another author who saw neither the code
+nor the tuning half.
+
+In process, each pair is read by the rule extractor and the newer's first standing candidate is judged
+against the older's (memory/subjects): supersede, possible conflict (both kept, the newer first),
+coexist, or one side not extracted. Over HTTP each pair gets a fresh user: the two messages, then a
+recall of the question; "current first" = the first item naming the new value ranks first, "old still
+stated" = a memory still states the old value (or the old message's episode ranks above the new value).
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+import urllib.request
+import uuid
+from collections import Counter
+from pathlib import Path
+
+from bench import common
+
+DATA = Path(__file__).resolve().parents[1] / "evaluation" / "data"
+
+
+def load(split: str) -> list[dict]:
+    path = DATA / f"changes-{split}.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+# ---------------------------------------------------------------------------- in process
+def judge_pairs(rows: list[dict]) -> list[str]:
+    from datetime import datetime, timezone
+
+    from conversations.textutil import cjk_ratio
+    from memory.extraction.base import ExtractionInput
+    from memory.extraction.rules import RuleExtractor
+    from memory.subjects.judge import Existing, judge
+    from memory.thresholds import thresholds_for
+    from memory.vectors import active_embedder, similarity
+
+    embedder = active_embedder()
+    limits = thresholds_for(embedder.model_id)
+    extractor = RuleExtractor()
+    at = datetime(2026, 5, 12, 2, 0, tzinfo=timezone.utc)
+
+    def standing(text):
+        result = extractor.extract(ExtractionInput(role="user", content=text, occurred_at=at))
+        return [c for c in result.candidates if c.kind in ("fact", "preference") and c.scope == "user"]
+
+    out = []
+    for row in rows:
+        older, newer = standing(row["older"]), standing(row["newer"])
+        if not older or not newer:
+            out.append("older not extracted" if not older else "newer not extracted")
+            continue
+        o, n = older[0], newer[0]
+        vo, vn = embedder.encode([o.content, n.content])
+        cjk = cjk_ratio(o.content) >= 0.3 or cjk_ratio(n.content) >= 0.3
+        full = float(similarity(embedder, vn, vo, cjk=cjk)[0])
+        [(_, decision)] = judge(embedder, limits, content=n.content, kind=n.kind, slot_key=n.slot_key,
+                                existing=[Existing(id=1, content=o.content, kind=o.kind, slot_key=o.slot_key, full=full)])
+        out.append(decision.action)
+    return out
+
+
+# ---------------------------------------------------------------------------- over HTTP
+def _call(base: str, key: str, user: str, method: str, path: str, body=None):
+    req = urllib.request.Request(base + path, method=method,
+                                 data=json.dumps(body).encode() if body is not None else None,
+                                 headers={"Authorization": f"Bearer {key}", "X-Memory-User": user,
+                                          "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        return json.loads(r.read())
+
+
+def _extracted(base: str, timeout: float = 60.0) -> None:
+    """Wait until the service has extracted every committed message (/readyz, checks.extraction)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(base + "/readyz", timeout=10) as r:
+                ready = json.loads(r.read())
+        except urllib.error.HTTPError as e:  # 503 while a check fails: its body still says what is pending
+            ready = json.loads(e.read())
+        if not (ready.get("checks", {}).get("extraction", {}).get("messages") or 0):
+            return
+        time.sleep(0.2)
+    raise SystemExit("extraction did not catch up within 60 s")
+
+
+def http_pairs(rows: list[dict], base: str, key: str) -> list[tuple[bool, bool]]:
+    tag = uuid.uuid4().hex[:8]
+    users = []
+    for i, row in enumerate(rows):
+        user = f"changes-{tag}-{i}"
+        conv = _call(base, key, user, "POST", "/api/v1/conversations", {"external_id": f"changes-{tag}-{i}"})
+        _call(base, key, user, "POST", f"/api/v1/conversations/{conv['id']}/messages",
+              {"role": "user", "content": row["older"], "occurred_at": "2026-03-01T09:00:00+08:00"})
+        _extracted(base)
+        _call(base, key, user, "POST", f"/api/v1/conversations/{conv['id']}/messages",
+              {"role": "user", "content": row["newer"], "occurred_at": "2026-04-01T09:00:00+08:00"})
+        users.append(user)
+    _extracted(base)
+    out = []
+    for row, user in zip(rows, users):
+        items = _call(base, key, user, "POST", "/api/v1/recall", {"query": row["query"], "k": 5})["items"]
+        first_new = next((k for k, it in enumerate(items) if row["newer_marker"] in it["content"]), None)
+        old_stated = any(row["older_marker"] in it["content"] and (it["kind"] != "episode" or first_new is None or k < first_new)
+                         for k, it in enumerate(items))
+        out.append((first_new == 0, old_stated))
+    return out
+
+
+def main(argv=None) -> int:
+    p = common.arg_parser("changes", __doc__.split("\n\n")[0])
+    p.add_argument("--split", default="report", choices=["report", "tune"])
+    p.add_argument("--http", metavar="URL", help="a running service (make run): measure recall through it")
+    p.add_argument("--key-file", default="var/demo_api_key.txt", help="API key for --http (make run writes this one)")
+    p.add_argument("--errors", action="store_true")
+    args = p.parse_args(argv)
+    rows = load(args.split)
+    changes = [r for r in rows if r["label"] == "change"]
+    others = [r for r in rows if r["label"] == "other_attribute"]
+    if args.http:
+        key = Path(args.key_file).read_text().strip()
+        res = http_pairs(changes, args.http.rstrip("/"), key)
+        first = sum(f for f, _ in res)
+        clean = sum(f and not s for f, s in res)
+        stated = sum(s for _, s in res)
+        print(f"split={args.split} change pairs={len(changes)} over HTTP ({args.http})")
+        print(f"current first {first}/{len(changes)}; current first and old no longer stated {clean}/{len(changes)}; "
+              f"old still stated {stated}/{len(changes)}")
+        if args.errors:
+            for r, (f, s) in zip(changes, res):
+                print(f"  {r['id']:<18} first={f!s:<5} old_stated={s!s:<5} {r['older']} | {r['newer']}")
+        return 0
+    common.setup("changes", args)  # a fresh var dir: the judge's embedder, nothing of a running service
+    got = judge_pairs(changes + others)
+    got_changes, got_others = got[:len(changes)], got[len(changes):]
+    print(f"split={args.split} in process (rule extractor + subject judge)")
+    print(f"change pairs ({len(changes)}):", dict(Counter(got_changes)))
+    print(f"other-attribute pairs ({len(others)}):", dict(Counter(got_others)))
+    if args.errors:
+        for r, g in zip(changes + others, got):
+            print(f"  {r['id']:<18} {g:<20} {r['older']} | {r['newer']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""A state said to hold from now on, in everyday wording no cue rule reads ("最近改喝X了", "these days
+I take it with Y"), and states left by an event ("X走了，现在是Y"): kept only as the update of a
+standing memory on its subject (replaces_only), never as a memory of its own."""
+from datetime import datetime, timezone
+
+import pytest
+
+from memory.extraction.base import ExtractionInput
+from memory.extraction.rules import RuleExtractor
+from memory.models import Memory, MemoryConflict
+from memory.subjects.match import PairFeatures, decide
+from tests.conversations.api_helpers import create_conversation
+
+AT = datetime(2026, 5, 12, 2, 0, tzinfo=timezone.utc)
+
+
+def candidates(text):
+    return RuleExtractor().extract(ExtractionInput(role="user", content=text, occurred_at=AT)).candidates
+
+
+@pytest.mark.parametrize("text", ["最近改骑自行车上班了，地铁太挤。", "These days I order my groceries online."])
+def test_a_change_no_rule_reads_becomes_a_fact_that_only_replaces(text):
+    [c] = candidates(text)
+    assert c.kind == "fact" and c.replaces_only and c.change == "update"
+
+
+def test_an_event_that_leaves_a_state_also_offers_the_state():
+    kinds = {(c.kind, c.replaces_only) for c in candidates("老周上个月调走了，现在是小吴管财务。")}
+    assert kinds == {("event", False), ("fact", True)}
+
+
+def test_a_plain_fact_is_not_replaces_only():
+    [c] = candidates("我们的财务是老周。")
+    assert c.kind == "fact" and not c.replaces_only
+
+
+def _features(**kw):
+    base = dict(slot_equal=False, ident_conflict=False, pred_conflict=False, head=0.0, lex=0.0, masked=0.3, full=0.6,
+                value_same=False, old_named=False, cue=True, heads_differ=True)
+    return PairFeatures(**{**base, **kw})
+
+
+LIMITS = dict(same=0.3, conflict=0.15, masked_lo=0.3, masked_hi=1.0, duplicate=0.75)
+
+
+def test_an_announced_change_that_reads_alike_is_a_possible_conflict():
+    assert decide(_features(), cue_conflict=0.5, **LIMITS).action == "conflict"
+    # Without the setting, without a change cue, with another thing named, or reading unlike: two statements.
+    assert decide(_features(), **LIMITS).action == "coexist"
+    assert decide(_features(cue=False), cue_conflict=0.5, **LIMITS).action == "coexist"
+    assert decide(_features(ident_conflict=True), cue_conflict=0.5, **LIMITS).action == "coexist"
+    assert decide(_features(full=0.4), cue_conflict=0.5, **LIMITS).action == "coexist"
+
+
+def say(api, conv, content, at):
+    response = api.post(f"/api/v1/conversations/{conv['id']}/messages",
+                        {"role": "user", "content": content, "occurred_at": at}, format="json")
+    assert response.status_code == 201, response.content
+
+
+@pytest.mark.django_db
+def test_alone_it_is_not_stored_but_its_episode_is(api):
+    conv = create_conversation(api, "s1")
+    say(api, conv, "最近改骑自行车上班了，地铁太挤。", "2026-04-01T09:00:00+08:00")
+    assert not Memory.objects.filter(kind__in=("fact", "preference")).exists()
+    assert Memory.objects.filter(kind="episode", status="active").count() == 1
+
+
+@pytest.mark.django_db
+def test_after_a_standing_statement_the_change_ranks_first(api):
+    s1, s2 = create_conversation(api, "s1"), create_conversation(api, "s2")
+    say(api, s1, "我每天坐地铁上班。", "2026-03-01T09:00:00+08:00")
+    [old] = Memory.objects.filter(kind__in=("fact", "preference"))
+    say(api, s2, "最近改骑自行车上班了，地铁太挤。", "2026-04-01T09:00:00+08:00")
+    new = Memory.objects.filter(kind__in=("fact", "preference")).exclude(id=old.id).get()
+    assert "自行车" in new.content
+    old.refresh_from_db()
+    # Replaced, or kept beside it as a possible conflict for an operator: either way the newer ranks first.
+    assert old.status == "superseded" or MemoryConflict.objects.filter(older=old, newer=new).exists()
+    response = api.post("/api/v1/recall", {"query": "我怎么去上班", "k": 5}, format="json")
+    assert response.status_code == 200, response.content
+    standing = [i for i in response.json()["items"] if i["kind"] in ("fact", "preference")]
+    assert standing and standing[0]["id"] == new.id
