@@ -3,6 +3,7 @@
     python -m bench.changes                   # the report half, in process: extraction + subject judge
     python -m bench.changes --split tune      # the tuning half (the only one to look at while tuning)
     python -m bench.changes --http http://127.0.0.1:8000   # through a running service (`make run`), recall included
+    python -m bench.changes --crowd           # each newer statement against every older one of the split
     python -m bench.changes --errors          # list every pair with its outcome
 
 The set (`evaluation/data/changes-{tune,report}.jsonl`): `change` pairs (an older standing statement,
@@ -39,7 +40,7 @@ def load(split: str) -> list[dict]:
 
 
 # ---------------------------------------------------------------------------- in process
-def judge_pairs(rows: list[dict]) -> list[str]:
+def judge_pairs(rows: list[dict], crowd: bool = False) -> list[tuple[str, int]]:
     from datetime import datetime, timezone
 
     from conversations.textutil import cjk_ratio
@@ -58,19 +59,39 @@ def judge_pairs(rows: list[dict]) -> list[str]:
         result = extractor.extract(ExtractionInput(role="user", content=text, occurred_at=at))
         return [c for c in result.candidates if c.kind in ("fact", "preference") and c.scope == "user"]
 
+    olders = [standing(row["older"]) for row in rows]
+    vectors = {}
+
+    def vector(text):
+        if text not in vectors:
+            vectors[text] = embedder.encode([text])[0]
+        return vectors[text]
+
+    def existing_for(indices, newer_text):
+        out = []
+        for i in indices:
+            o = olders[i][0]
+            cjk = cjk_ratio(o.content) >= 0.3 or cjk_ratio(newer_text) >= 0.3
+            full = float(similarity(embedder, vector(newer_text), vector(o.content), cjk=cjk)[0])
+            out.append(Existing(id=i, content=o.content, kind=o.kind, slot_key=o.slot_key, full=full))
+        return out
+
     out = []
-    for row in rows:
-        older, newer = standing(row["older"]), standing(row["newer"])
-        if not older or not newer:
-            out.append("older not extracted" if not older else "newer not extracted")
+    for i, row in enumerate(rows):
+        newer = standing(row["newer"])
+        if not olders[i] or not newer:
+            out.append(("older not extracted" if not olders[i] else "newer not extracted", 0))
             continue
-        o, n = older[0], newer[0]
-        vo, vn = embedder.encode([o.content, n.content])
-        cjk = cjk_ratio(o.content) >= 0.3 or cjk_ratio(n.content) >= 0.3
-        full = float(similarity(embedder, vn, vo, cjk=cjk)[0])
-        [(_, decision)] = judge(embedder, limits, content=n.content, kind=n.kind, slot_key=n.slot_key,
-                                existing=[Existing(id=1, content=o.content, kind=o.kind, slot_key=o.slot_key, full=full)])
-        out.append(decision.action)
+        n = newer[0]
+        # Crowd: the user holds every older statement of the set (as the write path compares a new
+        # statement with every standing memory in its window); a decision against another row's older
+        # statement is a wrong target.
+        indices = [j for j in range(len(rows)) if olders[j]] if crowd else [i]
+        decisions = dict((e.id, d) for e, d in judge(embedder, limits, content=n.content, kind=n.kind, slot_key=n.slot_key,
+                                                      existing=existing_for(indices, n.content),
+                                                      replaces_only=n.replaces_only))
+        wrong = sum(1 for j, d in decisions.items() if j != i and d.action in ("supersede", "conflict"))
+        out.append((decisions[i].action, wrong))
     return out
 
 
@@ -124,9 +145,11 @@ def http_pairs(rows: list[dict], base: str, key: str) -> list[tuple[bool, bool]]
 
 def main(argv=None) -> int:
     p = common.arg_parser("changes", __doc__.split("\n\n")[0])
-    p.add_argument("--split", default="report", choices=["report", "tune"])
+    p.add_argument("--split", default="report", choices=["report", "tune", "report2"])
     p.add_argument("--http", metavar="URL", help="a running service (make run): measure recall through it")
     p.add_argument("--key-file", default="var/demo_api_key.txt", help="API key for --http (make run writes this one)")
+    p.add_argument("--crowd", action="store_true",
+                   help="in process: judge each newer statement against every older statement of the split at once")
     p.add_argument("--errors", action="store_true")
     args = p.parse_args(argv)
     rows = load(args.split)
@@ -146,14 +169,17 @@ def main(argv=None) -> int:
                 print(f"  {r['id']:<18} first={f!s:<5} old_stated={s!s:<5} {r['older']} | {r['newer']}")
         return 0
     common.setup("changes", args)  # a fresh var dir: the judge's embedder, nothing of a running service
-    got = judge_pairs(changes + others)
+    got = judge_pairs(changes + others, crowd=args.crowd)
     got_changes, got_others = got[:len(changes)], got[len(changes):]
-    print(f"split={args.split} in process (rule extractor + subject judge)")
-    print(f"change pairs ({len(changes)}):", dict(Counter(got_changes)))
-    print(f"other-attribute pairs ({len(others)}):", dict(Counter(got_others)))
+    print(f"split={args.split} in process (rule extractor + subject judge){' crowd' if args.crowd else ''}")
+    print(f"change pairs ({len(changes)}):", dict(Counter(g for g, _ in got_changes)))
+    print(f"other-attribute pairs ({len(others)}):", dict(Counter(g for g, _ in got_others)))
+    if args.crowd:
+        print(f"wrong targets (another row's older statement superseded or flagged): "
+              f"{sum(w for _, w in got)} over {len(got)} newer statements")
     if args.errors:
-        for r, g in zip(changes + others, got):
-            print(f"  {r['id']:<18} {g:<20} {r['older']} | {r['newer']}")
+        for r, (g, w) in zip(changes + others, got):
+            print(f"  {r['id']:<18} {g:<20} wrong={w} {r['older']} | {r['newer']}")
     return 0
 
 

@@ -91,7 +91,8 @@ def judge_all(rows, feats, limits) -> list[str]:
     return [decide(f, same=limits.subject_same, conflict=limits.subject_conflict, duplicate=limits.subject_duplicate,
                    masked_lo=limits.masked_lo, masked_hi=limits.masked_hi,
                    kinds=(r["older"]["kind"], r["newer"]["kind"]), cue_conflict=limits.cue_conflict,
-                   cue_conflict_masked=limits.cue_conflict_masked).action for r, f in zip(rows, feats)]
+                   cue_conflict_masked=limits.cue_conflict_masked,
+                   supersede_alike=limits.supersede_alike).action for r, f in zip(rows, feats)]
 
 
 def scores(rows, predicted) -> dict:

@@ -26,6 +26,14 @@ class Thresholds:
     # rather than two unrelated statements. Everyday wording of a change rarely names the attribute.
     cue_conflict: float = 0.5
     cue_conflict_masked: float = 0.45  # ... and with the values masked at or above this (both read alike)
+    # A statement that only replaces (a change announced in words no rule reads: memory/extraction/rules.py)
+    # and that the matcher ties to nothing: the standing memory it reads most alike is a possible conflict
+    # when the cosine is at least `nearest_conflict` and ahead of the next one by `nearest_margin`.
+    nearest_conflict: float = 0.35
+    nearest_margin: float = 0.1
+    # A supersede whose two statements read unlike both as written and value-masked (cosines under
+    # this) and that no slot or named old value ties is a possible conflict instead.
+    supersede_alike: float = 0.35
 
 
 DEFAULTS = {

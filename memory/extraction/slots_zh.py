@@ -62,6 +62,17 @@ def _zh_is_place(text: str) -> bool:
     return any(flag == "ns" for _, flag in pos_cut(text))
 
 
+def _zh_starts_with_place(text: str) -> bool:
+    """A bare 在 is where the user is only when a place comes right after it ("我在杭州"): otherwise
+    it is where something is done ("我在 Notion 里新建了清单"), and a place word later in the clause
+    (jieba tags 新建 as a county) says nothing about where the user lives."""
+    tokens = [(w, f) for w, f in pos_cut(text.strip()) if w.strip()]
+    if not tokens:
+        return False
+    word, flag = tokens[0]
+    return flag == "ns" or bool(_PATTERNS.words.provinces.match(word) or _PATTERNS.words.place_suffix.search(word))
+
+
 def _zh_style(text: str) -> str | None:
     """A style word that says how replies should be ("回答直接一点", "简洁点"). Right before a verb it
     says how to act instead ("直接传到群里", "详细说明"), and names no style."""
@@ -163,7 +174,7 @@ def slot_zh(text: str, kind: str) -> SlotParts | None:
         return SlotParts(_zh_subject(m.group("s")) or "用户", "姓名", m.group("v").strip())
 
     m = _PATTERNS.structure.location.match(text)
-    if m and _zh_is_place(m.group("v")):
+    if m and _zh_is_place(m.group("v")) and (m.group("verb") != "在" or _zh_starts_with_place(m.group("v"))):
         subject = _zh_subject(m.group("s"))
         if subject:
             attr = "住址" if subject == "用户" or m.group("verb").startswith("住") else "位置"

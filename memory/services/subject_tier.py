@@ -24,7 +24,8 @@ def subject_decisions(inp, similar: list[tuple], limits) -> dict[int, object]:
     existing = [Existing(id=m.id, content=m.content, kind=m.kind, slot_key=m.slot_key, full=sim)
                 for m, sim in similar if m.kind in STANDING_KINDS]
     return {e.id: d for e, d in judge(active_embedder(), limits, content=inp.content, kind=inp.kind,
-                                      slot_key=inp.slot_key, existing=existing, subject=inp.subject)}
+                                      slot_key=inp.slot_key, existing=existing, subject=inp.subject,
+                                      replaces_only=inp.replaces_only)}
 
 
 def other_attribute(decision) -> bool:

@@ -73,8 +73,10 @@ def masked_similarity(embedder, a: str, others: list[str]) -> list[float]:
 
 
 def judge(embedder, limits, *, content: str, kind: str, slot_key: str | None, existing: list[Existing],
-          subject: str | None = None) -> list[tuple[Existing, Decision]]:
-    """A decision for every existing standing memory (coexist for most)."""
+          subject: str | None = None, replaces_only: bool = False) -> list[tuple[Existing, Decision]]:
+    """A decision for every existing standing memory (coexist for most). `replaces_only`: the newer
+    announces a change and is kept only as one (D17): when nothing else ties it to a memory, the one it
+    reads clearly most alike is a possible conflict."""
     if kind not in STANDING_KINDS:
         return [(e, Decision("coexist", 0.0)) for e in existing]
     newer = parse(content, subject)
@@ -99,10 +101,42 @@ def judge(embedder, limits, *, content: str, kind: str, slot_key: str | None, ex
         f = replace(f, masked=sim)
         out.append((e, decide(f, same=limits.subject_same, conflict=limits.subject_conflict, duplicate=limits.subject_duplicate,
                               kinds=(e.kind, kind), cue_conflict=limits.cue_conflict,
-                              cue_conflict_masked=limits.cue_conflict_masked, **bounds)))
+                              cue_conflict_masked=limits.cue_conflict_masked,
+                              supersede_alike=limits.supersede_alike, **bounds)))
     for e, (older, f) in rest:
         f = replace(f, masked=limits.masked_lo)
         out.append((e, decide(f, same=limits.subject_same, conflict=limits.subject_conflict, duplicate=limits.subject_duplicate,
                               kinds=(e.kind, kind), cue_conflict=limits.cue_conflict,
-                              cue_conflict_masked=limits.cue_conflict_masked, **bounds)))
-    return out
+                              cue_conflict_masked=limits.cue_conflict_masked,
+                              supersede_alike=limits.supersede_alike, **bounds)))
+    out = _one_announced(out, limits)
+    return _nearest(out, limits) if replaces_only else out
+
+
+def _one_announced(out: list[tuple[Existing, Decision]], limits) -> list[tuple[Existing, Decision]]:
+    """A conflict that only the announced change makes (under the subject band: `decide`) is kept
+    for the one memory the newer reads most alike, and for none when the subject score already tied
+    the newer to a memory: a change replaces one value, and among a user's many memories several
+    read alike to any sentence about their life."""
+    announced = [e for e, d in out if d.action == "conflict" and d.score < limits.subject_conflict]
+    if not announced:
+        return out
+    tied = any(d.action in ("supersede", "duplicate") or (d.action == "conflict" and d.score >= limits.subject_conflict)
+               for _, d in out)
+    keep = None if tied else max(announced, key=lambda e: e.full)
+    return [(e, Decision("coexist", d.score, d.features) if e in announced and e is not keep else d) for e, d in out]
+
+
+def _nearest(out: list[tuple[Existing, Decision]], limits) -> list[tuple[Existing, Decision]]:
+    if any(d.action in ("supersede", "conflict", "duplicate") for _, d in out):
+        return out
+    standing = sorted(((e, d) for e, d in out if e.kind in STANDING_KINDS), key=lambda p: -p[0].full)
+    if not standing:
+        return out
+    top, decision = standing[0]
+    runner_up = standing[1][0].full if len(standing) > 1 else 0.0
+    f = decision.features
+    if top.full < limits.nearest_conflict or top.full - runner_up < limits.nearest_margin or (
+            f is not None and (f.ident_conflict or f.pred_conflict or f.speaker_differs)):
+        return out
+    return [(e, Decision("conflict", d.score, d.features) if e is top else d) for e, d in out]

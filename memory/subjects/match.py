@@ -164,7 +164,7 @@ def subject_score(f: PairFeatures, *, masked_lo: float, masked_hi: float) -> flo
 
 def decide(f: PairFeatures, *, same: float, conflict: float, masked_lo: float, masked_hi: float,
            duplicate: float, kinds: tuple[str, str] = (MemoryKind.FACT, MemoryKind.FACT),
-           cue_conflict: float | None = None, cue_conflict_masked: float = 0.0) -> Decision:
+           cue_conflict: float | None = None, cue_conflict_masked: float = 0.0, supersede_alike: float = 0.0) -> Decision:
     """What the newer statement does to the older one. Events (and anything not standing) never
     replace anything; a pair on the same subject is a duplicate when it states the same value."""
     if not all(k in STANDING_KINDS for k in kinds):
@@ -186,6 +186,11 @@ def decide(f: PairFeatures, *, same: float, conflict: float, masked_lo: float, m
             # "My store has been a roller coaster"): both stand.
             if not f.value_restated:
                 return Decision("coexist", score, f)
+        if f.full < supersede_alike and f.masked < supersede_alike and not (f.slot_equal or f.old_named):
+            # Only words tie the two (a shared head, a change cue): they read unlike as written and with
+            # the values masked ("I commute to work by bike" / "Joined the climbing gym near work"), and
+            # every statement of a user's life shares some word with many others. Both stand.
+            return Decision("coexist", score, f)
         return Decision("supersede", score, f)
     if score >= conflict:
         return Decision("conflict", score, f)

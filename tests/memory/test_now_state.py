@@ -81,3 +81,60 @@ def test_after_a_standing_statement_the_change_ranks_first(api):
     assert response.status_code == 200, response.content
     standing = [i for i in response.json()["items"] if i["kind"] in ("fact", "preference")]
     assert standing and standing[0]["id"] == new.id
+
+
+@pytest.mark.django_db
+def test_a_change_tied_to_nothing_flags_the_memory_it_reads_clearly_most_alike():
+    from memory.subjects import Existing, judge
+    from memory.thresholds import thresholds_for
+    from memory.vectors import active_embedder
+
+    embedder = active_embedder()
+    limits = thresholds_for(embedder.model_id)
+    newer = "These days I order my groceries online."
+
+    def actions(fulls, replaces_only=True):
+        existing = [Existing(id=i, content=text, kind="fact", slot_key=None, full=full)
+                    for i, (text, full) in enumerate(zip(["I shop at the farmers market.", "My sister lives in Lisbon."], fulls))]
+        return [d.action for _, d in judge(embedder, limits, content=newer, kind="fact", slot_key=None, existing=existing,
+                                           replaces_only=replaces_only)]
+
+    assert actions([0.5, 0.2]) == ["conflict", "coexist"]
+    assert actions([0.5, 0.45]) == ["coexist", "coexist"]  # no clear nearest: nothing flagged
+    assert actions([0.3, 0.1]) == ["coexist", "coexist"]  # not alike enough
+    assert actions([0.5, 0.2], replaces_only=False) == ["coexist", "coexist"]  # a plain statement: the matcher alone
+
+
+def test_a_supersede_needs_the_two_to_read_somewhat_alike():
+    # A shared head word and a change cue, but unlike as written and value-masked: both stand.
+    words_only = _features(head=1.0, heads_differ=False, full=0.3, masked=0.31)
+    assert decide(words_only, **LIMITS).action == "supersede"
+    assert decide(words_only, supersede_alike=0.35, **LIMITS).action == "coexist"
+    assert decide(_features(head=1.0, heads_differ=False, full=0.3, masked=0.6), supersede_alike=0.35, **LIMITS).action == "supersede"
+    # A slot or a named old value ties them whatever the embedding says.
+    assert decide(_features(head=1.0, heads_differ=False, full=0.3, masked=0.31, slot_equal=True),
+                  supersede_alike=0.35, **LIMITS).action == "supersede"
+
+
+def test_an_announced_change_flags_only_the_memory_it_reads_most_alike():
+    from memory.subjects import Existing
+    from memory.subjects.judge import _one_announced
+    from memory.subjects.match import Decision
+    from memory.thresholds import Thresholds
+
+    limits = Thresholds(duplicate=0.85, supersede=0.68, forget=0.85, subject_conflict=0.15)
+    a, b, c = (Existing(id=i, content=str(i), kind="fact", slot_key=None, full=full) for i, full in enumerate((0.55, 0.7, 0.6)))
+    announced = [(a, Decision("conflict", 0.1)), (b, Decision("conflict", 0.05)), (c, Decision("coexist", 0.0))]
+    assert [d.action for _, d in _one_announced(announced, limits)] == ["coexist", "conflict", "coexist"]
+    # Tied to a memory by the subject score: no announced-only flag at all.
+    tied = [(a, Decision("conflict", 0.1)), (c, Decision("supersede", 0.5))]
+    assert [d.action for _, d in _one_announced(tied, limits)] == ["coexist", "supersede"]
+
+
+@pytest.mark.parametrize("text, residence", [("我在 Notion 里新建了一个读书清单。", False), ("我在公司开会。", False),
+                                             ("我在杭州。", True), ("我家在文三路。", True)])
+def test_a_bare_zai_names_where_the_user_lives_only_before_a_place(text, residence):
+    from memory.extraction.slots_zh import slot_zh
+
+    slot = slot_zh(text.rstrip("。"), "fact")
+    assert (slot is not None and slot.attribute == "住址") is residence
