@@ -232,7 +232,7 @@ class RuleExtractor(Extractor):
         """The last resort: a sentence no rule above reads that says a state holds from now on
         ("最近改喝拿铁了，美式太苦", "Karen left, and I report to Dev now"). Kept as a fact that only
         replaces: the write path stores it when the subject judge finds the standing memory it updates."""
-        if not lex.now_state.search(s) or lex.opinion.search(s) or _DEMONSTRATIVE.match(s):
+        if not (lex.now_state.search(s) or lex.now_time.search(s)) or lex.opinion.search(s) or _DEMONSTRATIVE.match(s):
             return []
         st = self._statement("fact", s, lex, at, times, change or "update", old_values, explicit)
         st.replaces_only = True

@@ -181,7 +181,7 @@ def _read_en(s: str) -> Reading | None:
         if _EN.manner.search(rest) and not _EN.now.search(rest):
             return Reading("preference", "please + manner")
         return None
-    present = _finite_present(words)
+    present = _finite_present(words) or bool(_EN.self_copula.match(s))
     if present and _EN.habitual.search(s):
         return Reading("fact", "present + habitual")
     if present:

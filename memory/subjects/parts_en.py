@@ -13,9 +13,11 @@ from memory.subjects.statement import PartsFound, StatementParts
 
 __all__ = ["parse_en"]
 
-_EN_TOKEN = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d[\w.:/-]*|[^\sA-Za-z\d]")
+# A code ("C-2", "P-101") and a number with thousands separators ("2,000") are one token each.
+_EN_TOKEN = re.compile(r"[A-Za-z]{1,3}-\d[\w-]*|[A-Za-z][A-Za-z'’-]*|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d[\w.:/-]*|[^\sA-Za-z\d]")
 _EN_STOP, _EN_PREP_STOP = V.EN_STOP, V.EN_PREP_STOP
 _EN_NUMBERISH = re.compile(r"\d")
+_EN_CLAUSE = re.compile(r"(?<!\d),|,(?!\d{3}\b)|[;!?]|\.\s+(?=[A-Z])|\bbut\b|\band now\b|(?=\binstead of\b)")
 # Counts written out ("twenty-four trucks", "a dozen", "three hundred"): values, as digits are.
 _EN_NUMBER_WORD = re.compile(r"(?:(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)(?:-(?:one|two|three|four|five|six|"
                              r"seven|eight|nine))?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|"
@@ -125,7 +127,8 @@ def parse_en(text: str) -> StatementParts:
     lower = f" {text.lower()} "
     body = re.sub(r"\bby default\b|\bfrom now on\b|\bgoing forward\b", " ", body, flags=re.I)
     cue = any(c in lower for c in V.EN_CHANGE_CUES)
-    clauses = [c for c in re.split(r"[,;!?]|\.\s+(?=[A-Z])|\bbut\b|\band now\b|(?=\binstead of\b)", body) if c and c.strip()]
+    # Not inside a number: "2,000 hours" is one value.
+    clauses = [c for c in _EN_CLAUSE.split(body) if c and c.strip()]
     multi = len(clauses) > 1
     for clause in clauses:
         words = _EN_TOKEN.findall(clause)

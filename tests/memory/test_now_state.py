@@ -138,3 +138,27 @@ def test_a_bare_zai_names_where_the_user_lives_only_before_a_place(text, residen
 
     slot = slot_zh(text.rstrip("。"), "fact")
     assert (slot is not None and slot.attribute == "住址") is residence
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("I play in a rec volleyball league on Wednesday nights.", "fact"),  # a day in the plural recurs
+    ("I'm a high school chemistry teacher.", "fact"),  # what the speaker is
+    ("We are a family of four.", "fact"),
+])
+def test_everyday_standing_statements_are_read(text, kind):
+    assert [c.kind for c in candidates(text)] == [kind]
+
+
+@pytest.mark.parametrize("text", ["I'm a bit tired.", "I'm an hour away.", "I went to the dentist on Wednesday."])
+def test_a_measure_or_a_dated_day_is_no_standing_statement(text):
+    assert not [c for c in candidates(text) if c.kind in ("fact", "preference")]
+
+
+@pytest.mark.parametrize("text", ["3号机的保养周期调到800小时了。", "Doc bumped me down to 10 mg last week."])
+def test_an_event_that_names_the_level_reached_offers_the_state(text):
+    kinds = {(c.kind, c.replaces_only) for c in candidates(text)}
+    assert ("fact", True) in kinds
+
+
+def test_an_event_with_no_level_or_now_leaves_no_state():
+    assert {(c.kind, c.replaces_only) for c in candidates("2号空压机上周换了一组空滤。")} == {("event", False)}
