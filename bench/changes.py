@@ -2,6 +2,7 @@
 
     python -m bench.changes                   # the report half, in process: extraction + subject judge
     python -m bench.changes --split tune      # the tuning half (the only one to look at while tuning)
+    python -m bench.changes --split report3   # another held-out set (report2 and report3: see below)
     python -m bench.changes --http http://127.0.0.1:8000   # through a running service (`make run`), recall included
     python -m bench.changes --crowd           # each newer statement against every older one of the split
     python -m bench.changes --errors          # list every pair with its outcome
@@ -11,7 +12,9 @@ a newer message saying in everyday words that it changed, a question whose answe
 and `other_attribute` pairs (the newer is about the same thing but another attribute: it must replace
 nothing). The tuning half was written first and looked at while building the now-state reading
 (decisions D17); the report half was written afterwards by another author who saw neither the code
-nor the tuning half.
+nor the tuning half. `report2` and `report3` (40 change, 20 other-attribute pairs each) were written
+later by two more helper sessions that saw neither the code nor the other sets; report2 was looked at
+while building the second step of D17, report3 only for the figures in docs/evaluation.md.
 
 In process, each pair is read by the rule extractor and the newer's first standing candidate is judged
 against the older's (memory/subjects): supersede, possible conflict (both kept, the newer first),
@@ -145,7 +148,7 @@ def http_pairs(rows: list[dict], base: str, key: str) -> list[tuple[bool, bool]]
 
 def main(argv=None) -> int:
     p = common.arg_parser("changes", __doc__.split("\n\n")[0])
-    p.add_argument("--split", default="report", choices=["report", "tune", "report2"])
+    p.add_argument("--split", default="report", choices=sorted(f.stem.removeprefix("changes-") for f in DATA.glob("changes-*.jsonl")))
     p.add_argument("--http", metavar="URL", help="a running service (make run): measure recall through it")
     p.add_argument("--key-file", default="var/demo_api_key.txt", help="API key for --http (make run writes this one)")
     p.add_argument("--crowd", action="store_true",

@@ -174,8 +174,10 @@ def slot_zh(text: str, kind: str) -> SlotParts | None:
         return SlotParts(_zh_subject(m.group("s")) or "用户", "姓名", m.group("v").strip())
 
     m = _PATTERNS.structure.location.match(text)
-    if m and _zh_is_place(m.group("v")) and (m.group("verb") != "在" or _zh_starts_with_place(m.group("v"))):
+    if m and _zh_is_place(m.group("v")):
         subject = _zh_subject(m.group("s"))
+        if subject == "用户" and m.group("verb") == "在" and not _zh_starts_with_place(m.group("v")):
+            subject = None
         if subject:
             attr = "住址" if subject == "用户" or m.group("verb").startswith("住") else "位置"
             return SlotParts(subject, attr, m.group("v").strip())
