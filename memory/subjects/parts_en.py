@@ -152,7 +152,8 @@ def parse_en(text: str) -> StatementParts:
                 continue
             if _EN_NUMBERISH.search(word):
                 prev = words[j - 1].lower() if j else ""
-                if prev in ("no", "#", "number") or re.search(r"[A-Za-z]", word):
+                # "C-2", "RX7" name a thing; "9am", "10mg" are amounts with their unit.
+                if prev in ("no", "#", "number") or word[0].isalpha():
                     found.idents.add(low_w)
                 else:
                     found.values.append(low_w)

@@ -162,3 +162,11 @@ def test_an_event_that_names_the_level_reached_offers_the_state(text):
 
 def test_an_event_with_no_level_or_now_leaves_no_state():
     assert {(c.kind, c.replaces_only) for c in candidates("2号空压机上周换了一组空滤。")} == {("event", False)}
+
+
+def test_an_amount_with_its_unit_is_a_value_and_a_code_names_a_thing():
+    from memory.subjects.parts import parse
+
+    assert parse("The clinic pushed its opening time back to 9am").values == ("9am",)
+    parsed = parse("Compressor C-2 gets its oil changed every 2,000 running hours")
+    assert "c-2" in parsed.idents and "2" not in parsed.values
