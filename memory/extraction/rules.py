@@ -30,7 +30,7 @@ from memory.extraction.rules_en import EN
 from memory.extraction.rules_zh import ZH
 from memory.extraction.standing import onset, read, task_scope
 from memory.extraction.text import strip_end
-from memory.extraction.timeexpr import TimeRef, find_times, rewrite_times
+from memory.extraction.timeexpr import TimeRef, find_times, recurring, rewrite_times
 
 __all__ = ["RuleExtractor"]
 
@@ -297,7 +297,8 @@ class RuleExtractor(Extractor):
                    old_values: list[str], explicit: bool) -> Statement:
         slot = lex.slot(s, kind)
         # A preference's "未来两周 / next month" is a rolling window, not a date: keep its words.
-        content = s if kind == "preference" else rewrite_times(s, times, lex.lang)
+        # A fact's bare weekday recurs ("健身时间调到周五晚上了"); its dated words become dates.
+        content = s if kind == "preference" else rewrite_times(s, [t for t in times if not recurring(s, t)], lex.lang)
         valid_from = None
         if change in ("migration", "update") and times:
             started = [t for t in times if t.tense != "future"]

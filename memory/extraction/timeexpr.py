@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
-__all__ = ["TimeRef", "find_times", "rewrite_times"]
+__all__ = ["TimeRef", "find_times", "recurring", "rewrite_times"]
 
 
 @dataclass(frozen=True)
@@ -348,6 +348,15 @@ def find_times(text: str, ref: datetime, lang: str) -> list[TimeRef]:
 
 
 _EN_PREPOSITIONS = re.compile(r"\b(?:since|until|till|from|by|before|after|on|in|during|as of|to|for)\s+$", re.I)
+
+
+_BARE_WEEKDAY = re.compile(r"^(?:周|星期|礼拜)[一二三四五六日天1-7]$")
+
+
+def recurring(text: str, ref: TimeRef) -> bool:
+    """A weekday with no 上/下/这/本 ("周五") in a standing statement is a day of every week
+    ("健身时间调到周五晚上了"), not the next Friday: its words are kept."""
+    return bool(_BARE_WEEKDAY.match(text[ref.start:ref.end]))
 
 
 def rewrite_times(text: str, refs: list[TimeRef], lang: str) -> str:

@@ -170,3 +170,11 @@ def test_an_amount_with_its_unit_is_a_value_and_a_code_names_a_thing():
     assert parse("The clinic pushed its opening time back to 9am").values == ("9am",)
     parsed = parse("Compressor C-2 gets its oil changed every 2,000 running hours")
     assert "c-2" in parsed.idents and "2" not in parsed.values
+
+
+def test_a_facts_bare_weekday_recurs_and_a_dated_one_becomes_a_date():
+    for text, day in (("我们的例会改到周三下午了。", "周三"), ("仓库盘点现在是周六上午。", "周六")):
+        [c] = [c for c in candidates(text) if c.kind == "fact"]
+        assert day in c.content
+    dated = [c for c in candidates("我们上周五搬到了新仓库。") if c.kind in ("fact", "event")]
+    assert dated and all("上周五" not in c.content for c in dated)
