@@ -90,9 +90,8 @@ def judge_pairs(rows: list[dict], crowd: bool = False) -> list[tuple[str, int]]:
         # statement with every standing memory in its window); a decision against another row's older
         # statement is a wrong target.
         indices = [j for j in range(len(rows)) if olders[j]] if crowd else [i]
-        decisions = dict((e.id, d) for e, d in judge(embedder, limits, content=n.content, kind=n.kind, slot_key=n.slot_key,
-                                                      existing=existing_for(indices, n.content),
-                                                      replaces_only=n.replaces_only))
+        decisions = {e.id: d for e, d in judge(embedder, limits, content=n.content, kind=n.kind, slot_key=n.slot_key,
+                                               existing=existing_for(indices, n.content), replaces_only=n.replaces_only)}
         wrong = sum(1 for j, d in decisions.items() if j != i and d.action in ("supersede", "conflict"))
         out.append((decisions[i].action, wrong))
     return out

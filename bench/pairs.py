@@ -86,13 +86,9 @@ def featurise(rows: list[dict], embedder):
 
 
 def judge_all(rows, feats, limits) -> list[str]:
-    from memory.subjects.match import decide
+    from memory.subjects.judge import decide_with
 
-    return [decide(f, same=limits.subject_same, conflict=limits.subject_conflict, duplicate=limits.subject_duplicate,
-                   masked_lo=limits.masked_lo, masked_hi=limits.masked_hi,
-                   kinds=(r["older"]["kind"], r["newer"]["kind"]), cue_conflict=limits.cue_conflict,
-                   cue_conflict_masked=limits.cue_conflict_masked,
-                   supersede_alike=limits.supersede_alike).action for r, f in zip(rows, feats)]
+    return [decide_with(f, limits, kinds=(r["older"]["kind"], r["newer"]["kind"])).action for r, f in zip(rows, feats)]
 
 
 def scores(rows, predicted) -> dict:

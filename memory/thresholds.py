@@ -32,7 +32,7 @@ class Thresholds:
     nearest_conflict: float = 0.35
     nearest_margin: float = 0.1
     # A supersede whose two statements read unlike both as written and value-masked (cosines under
-    # this) and that no slot or named old value ties is a possible conflict instead.
+    # this) and that no slot or named old value ties leaves both standing.
     supersede_alike: float = 0.35
 
 

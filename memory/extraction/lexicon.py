@@ -39,7 +39,7 @@ class Lexicon:
     bare_value: Pattern  # "是齐齐哈尔" / "it's in Harbin": a statement without a subject, its value in group v
     migration: Pattern
     update: Pattern
-    now_time: Pattern  # ... and the subset an event needs to leave a state: "现在/these days"
+    now_time: Pattern  # when a state holds or the level it reached ("现在/these days", "调到800小时"): what an event needs to leave one
     now_state: Pattern  # a state said to hold from now on, with no cue word above: a last resort of rules.py
     old_value: tuple[Pattern, ...]  # "从X迁移" / "from X to": where a change names the value it leaves (group old)
     opinion: Pattern

@@ -297,7 +297,7 @@ class RuleExtractor(Extractor):
                    old_values: list[str], explicit: bool) -> Statement:
         slot = lex.slot(s, kind)
         # A preference's "未来两周 / next month" is a rolling window, not a date: keep its words.
-        # A fact's bare weekday recurs ("健身时间调到周五晚上了"); its dated words become dates.
+        # A fact's bare weekday recurs ("例会改到周三下午了"); its dated words become dates.
         content = s if kind == "preference" else rewrite_times(s, [t for t in times if not recurring(s, t)], lex.lang)
         valid_from = None
         if change in ("migration", "update") and times:

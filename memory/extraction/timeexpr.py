@@ -355,7 +355,7 @@ _BARE_WEEKDAY = re.compile(r"^(?:周|星期|礼拜)[一二三四五六日天1-7]
 
 def recurring(text: str, ref: TimeRef) -> bool:
     """A weekday with no 上/下/这/本 ("周五") in a standing statement is a day of every week
-    ("健身时间调到周五晚上了"), not the next Friday: its words are kept."""
+    ("例会改到周三下午了"), not the next Wednesday: its words are kept."""
     return bool(_BARE_WEEKDAY.match(text[ref.start:ref.end]))
 
 

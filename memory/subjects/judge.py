@@ -12,7 +12,7 @@ from memory.choices import STANDING_KINDS
 from memory.subjects.match import Decision, decide, pair_features, subject_score
 from memory.subjects.parts import parse
 
-__all__ = ["Existing", "judge", "masked_seed", "masked_similarity"]
+__all__ = ["Existing", "decide_with", "judge", "masked_seed", "masked_similarity"]
 
 # Pairs whose subject score cannot reach the conflict band even with a perfect masked cosine are
 # decided without embedding anything; of the rest, only the closest few are embedded.
@@ -72,6 +72,13 @@ def masked_similarity(embedder, a: str, others: list[str]) -> list[float]:
     return sims
 
 
+def decide_with(f, limits, *, kinds: tuple[str, str]) -> Decision:
+    """`decide` with a model's thresholds (memory/thresholds.py): the write path's and `bench.pairs`'."""
+    return decide(f, same=limits.subject_same, conflict=limits.subject_conflict, duplicate=limits.subject_duplicate,
+                  masked_lo=limits.masked_lo, masked_hi=limits.masked_hi, kinds=kinds, cue_conflict=limits.cue_conflict,
+                  cue_conflict_masked=limits.cue_conflict_masked, supersede_alike=limits.supersede_alike)
+
+
 def judge(embedder, limits, *, content: str, kind: str, slot_key: str | None, existing: list[Existing],
           subject: str | None = None, replaces_only: bool = False) -> list[tuple[Existing, Decision]]:
     """A decision for every existing standing memory (coexist for most). `replaces_only`: the newer
@@ -90,8 +97,9 @@ def judge(embedder, limits, *, content: str, kind: str, slot_key: str | None, ex
         older = parse(e.content)
         f = pair_features(older, newer, masked=limits.masked_hi, full=e.full,
                           slot_equal=bool(slot_key and e.slot_key == slot_key))
-        if subject_score(f, **bounds) < limits.subject_conflict:
-            out.append((e, Decision("coexist", subject_score(f, **bounds), f)))
+        score = subject_score(f, **bounds)
+        if score < limits.subject_conflict:
+            out.append((e, Decision("coexist", score, f)))
         else:
             pending.append((e, (older, f)))
     pending.sort(key=lambda p: -p[0].full)
@@ -99,16 +107,10 @@ def judge(embedder, limits, *, content: str, kind: str, slot_key: str | None, ex
     sims = masked_similarity(embedder, newer.masked, [older.masked for _, (older, _) in embed_now])
     for (e, (older, f)), sim in zip(embed_now, sims):
         f = replace(f, masked=sim)
-        out.append((e, decide(f, same=limits.subject_same, conflict=limits.subject_conflict, duplicate=limits.subject_duplicate,
-                              kinds=(e.kind, kind), cue_conflict=limits.cue_conflict,
-                              cue_conflict_masked=limits.cue_conflict_masked,
-                              supersede_alike=limits.supersede_alike, **bounds)))
+        out.append((e, decide_with(f, limits, kinds=(e.kind, kind))))
     for e, (older, f) in rest:
         f = replace(f, masked=limits.masked_lo)
-        out.append((e, decide(f, same=limits.subject_same, conflict=limits.subject_conflict, duplicate=limits.subject_duplicate,
-                              kinds=(e.kind, kind), cue_conflict=limits.cue_conflict,
-                              cue_conflict_masked=limits.cue_conflict_masked,
-                              supersede_alike=limits.supersede_alike, **bounds)))
+        out.append((e, decide_with(f, limits, kinds=(e.kind, kind))))
     out = _one_announced(out, limits)
     return _nearest(out, limits) if replaces_only else out
 
