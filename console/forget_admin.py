@@ -91,7 +91,8 @@ class ForgetRequestAdmin(admin.ModelAdmin):
             return (obj.result or {}).get("echoes_forgotten", "—")
         from memory.services.forget_echoes import forget_echoes
 
-        found = forget_echoes(org_id=obj.org_id, user_id=obj.subject_user, memory_ids=obj.matched_ids or [])
+        found = forget_echoes(org_id=obj.org_id, user_id=obj.subject_user, memory_ids=obj.matched_ids or [],
+                              said_before=obj.created_at)  # as the execution will find them
         if not found:
             return "none"
         return format_html_join(mark_safe("<br>"), '<a href="{}">{}</a> ({}, echo of {}): {}', (

@@ -17,6 +17,7 @@ from memory.choices import MemoryStatus
 from memory.enqueue import FORGET_REQUEST_EXECUTE, MEMORY_POINTS_DELETE, enqueue
 from memory.models import ForgetRequest, ForgetRule, Memory, MemoryEmbedding, MemorySource, MemoryTerms, MemoryVersion
 from memory.selectors.recall_pipeline import RecallQuery, recall
+from memory.services.extraction import messages_extract
 from memory.services.forget_echoes import forget_echoes
 from tenancy.db import retry_on_contention
 from tenancy.models import Org
@@ -140,7 +141,8 @@ def forget_request_execute(*, request_id: int) -> ForgetRequest:
     else:
         ids = list(Memory.objects.filter(org=org, user_id=user_id, id__in=request.matched_ids).values_list("id", flat=True))
         # The episodes restating what is forgotten go with it (found before redaction: it reads the content).
-        echoes = [echo.memory.id for echo in forget_echoes(org_id=org.id, user_id=user_id, memory_ids=ids)]
+        echoes = [echo.memory.id for echo in forget_echoes(org_id=org.id, user_id=user_id, memory_ids=ids,
+                                                           said_before=request.created_at)]
         ids += echoes
     forgotten, message_ids = set(), set()
     for memory_id in ids:
@@ -148,6 +150,11 @@ def forget_request_execute(*, request_id: int) -> ForgetRequest:
         if changed:
             forgotten.add(memory_id)
         message_ids.update(sources)
+    # What the user said after asking (a forgotten memory that a later message restated, merged as its
+    # source) is a new act (DESIGN §9): its messages are kept and read again, which the rules now allow.
+    said_since = set(Message.objects.filter(id__in=message_ids, created_at__gte=request.created_at)
+                     .values_list("id", flat=True)) if request.target != "user" else set()
+    message_ids -= said_since
     redacted: list[int] = []
     if request.include_messages or request.target == "user":
         if request.target == "user":
@@ -169,6 +176,8 @@ def forget_request_execute(*, request_id: int) -> ForgetRequest:
         from memory.models import Mem0AddEvent
 
         Mem0AddEvent.objects.filter(org=org, user_id=user_id).update(metadata={})
+    if said_since:
+        messages_extract(message_ids=sorted(said_since), reextract=True)
     request.status, request.executed_at, request.query = "executed", timezone.now(), ""
     request.result = {"memories_forgotten": len(forgotten), "messages_redacted": len(redacted),
                       "forgotten_memory_ids": sorted(forgotten), "redacted_message_ids": redacted,

@@ -18,6 +18,7 @@ Runs before the targets are redacted (it reads their content and vectors).
 import re
 import unicodedata
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 from django.conf import settings
@@ -83,8 +84,10 @@ def _acknowledgements(message_ids: set[int]) -> dict[int, int]:
             .values_list("id", "conversation_id", "seq")}
 
 
-def forget_echoes(*, org_id: int, user_id: str, memory_ids: list[int]) -> list[Echo]:
-    """Active episodes of the user that restate one of `memory_ids` (not themselves in it)."""
+def forget_echoes(*, org_id: int, user_id: str, memory_ids: list[int], said_before: datetime | None = None) -> list[Echo]:
+    """Active episodes of the user that restate one of `memory_ids` (not themselves in it). `said_before`:
+    the time the user asked to forget; an episode of a message stored since is a new act, not an echo
+    (DESIGN §9), also when the request executes later (a worker's queue, an operator's approval)."""
     targets = {m.id: m for m in Memory.objects.filter(org_id=org_id, user_id=user_id, id__in=memory_ids)}
     if not targets:
         return []
@@ -97,6 +100,8 @@ def forget_echoes(*, org_id: int, user_id: str, memory_ids: list[int]) -> list[E
     linked = {**{m: ("source message", t) for m, t in sources.items()},
               **{a: ("acknowledgement", sources[u]) for a, u in acks.items()}}
     episodes = Memory.objects.filter(org_id=org_id, user_id=user_id, kind=MemoryKind.EPISODE, status=MemoryStatus.ACTIVE)
+    if said_before is not None:
+        episodes = episodes.exclude(sources__message__created_at__gte=said_before)
     for episode in episodes.filter(sources__message_id__in=linked).exclude(id__in=targets).distinct():
         message_id = next(m for m in episode.sources.values_list("message_id", flat=True) if m in linked)
         why, of = linked[message_id]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from django.db.models import Q
+from django.db.models.functions import Coalesce
 
 from conversations.textutil import cjk_ratio
 from memory.thresholds import thresholds_for
@@ -18,12 +19,15 @@ def forget_rules_for(org: Org, user_id: str) -> list[tuple]:
     from memory.models import ForgetRule
 
     rules = ForgetRule.objects.filter(org=org).filter(Q(user_id=user_id) | Q(user_id__isnull=True))
-    return list(rules.values_list("id", "created_at", "request_id", "fingerprint", "embedding", "embedding_model"))
+    # A rule dates from when the user asked, not from when a worker (or an operator's approval) carried
+    # the request out: what the user said in between is a new act (forget_rule_verdict).
+    rules = rules.annotate(since=Coalesce("request__created_at", "created_at"))
+    return list(rules.values_list("id", "since", "request_id", "fingerprint", "embedding", "embedding_model"))
 
 
 def forget_rule_matches(org: Org, user_id: str, content: str, digest: str, vector: np.ndarray, model_id: str,
                         rules: list[tuple] | None = None) -> list[tuple]:
-    """(rule id, created_at, request id) of every forget rule this candidate matches. `rules`: the
+    """(rule id, the time it dates from, request id) of every forget rule this candidate matches. `rules`: the
     user's rules when the caller read them once for several candidates."""
     if rules is None:
         rules = forget_rules_for(org, user_id)

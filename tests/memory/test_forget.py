@@ -20,6 +20,13 @@ def say(api, conv, content):
                     format="json").status_code == 201
 
 
+def say_turns(api, conv, user, assistant):
+    """A user turn and the assistant's answer in one batch, as an agent service appends a turn."""
+    messages = [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
+    assert api.post(f"/api/v1/conversations/{conv['id']}/messages/batch", {"messages": messages},
+                    format="json").status_code == 201
+
+
 def everything_visible(api, conv) -> str:
     recall = api.post("/api/v1/recall", {"query": "我住在哪里", "k": 20}, format="json").json()
     ctx = api.post(f"/api/v1/conversations/{conv['id']}/context", {"message": "我住在哪里"}, format="json").json()
@@ -254,3 +261,48 @@ def test_a_forget_that_meets_lock_contention_is_retried_not_left_half_done(org, 
     # The failed attempt's rules and redactions were rolled back: one rule per content hash, not two.
     hashes = set(MemoryVersion.objects.filter(memory=memory).values_list("content_hash", flat=True)) | {memory.content_hash}
     assert ForgetRule.objects.filter(request=request).count() == len(hashes)
+
+
+def test_a_statement_made_while_the_forget_waits_survives_its_execution(api, org, django_capture_on_commit_callbacks):
+    """DESIGN §9: a rule guards what existed when the user asked; what the user says after asking is a
+    new act, also when the request executes later (a worker's queue, an operator's approval)."""
+    from memory.services.forget import forget_request_decide
+
+    org.forget_requires_approval = True
+    org.save()
+    s1 = create_conversation(api, "s1")
+    say_turns(api, s1, "我常去的健身房是望京的超级猩猩。", "好的，记住了：常去望京超级猩猩。")
+    fact = Memory.objects.exclude(kind="episode").get()
+    request, _ = forget_by_query(api, "我常去的健身房")
+    say_turns(api, create_conversation(api, "s2"), "最近又恢复锻炼了，还是去望京那家超级猩猩，一周三次。", "不错，坚持下去！")
+    with django_capture_on_commit_callbacks(execute=True):
+        forget_request_decide(request=ForgetRequest.objects.get(id=request["id"]), approve=True, operator="op1")
+    assert Memory.objects.get(id=fact.id).status == "forgotten"
+    items = api.post("/api/v1/recall", {"query": "我平时在哪家健身房练", "k": 5}, format="json").json()["items"]
+    assert any(i["kind"] != "episode" and "超级猩猩" in i["content"] for i in items), items
+    # the old message still cannot bring the forgotten statement back
+    api.post(f"/api/v1/conversations/{s1['id']}/reextract", {}, format="json")
+    assert not Memory.objects.filter(status="active", content__contains="常去的健身房").exists()
+
+
+def test_a_restatement_merged_into_the_forgotten_memory_while_it_waits_is_read_again(
+        api, org, django_capture_on_commit_callbacks):
+    """Said again word for word before the request executes, the statement became a source of the very
+    memory being forgotten: that memory goes, the later message stays and is read again as a new act."""
+    from memory.services.forget import forget_request_decide
+
+    org.forget_requires_approval = True
+    org.save()
+    say(api, create_conversation(api, "s1"), f"我家住在{SECRET}。")
+    fact = Memory.objects.exclude(kind="episode").get()
+    request, _ = forget_by_query(api, "我的住址")
+    say(api, create_conversation(api, "s2"), f"我家住在{SECRET}。")
+    later = Message.objects.order_by("-id").first()
+    assert set(fact.sources.values_list("message_id", flat=True)) >= {later.id}  # merged, not a second memory
+    with django_capture_on_commit_callbacks(execute=True):
+        forget_request_decide(request=ForgetRequest.objects.get(id=request["id"]), approve=True, operator="op1")
+    assert Memory.objects.get(id=fact.id).status == "forgotten"
+    assert SECRET in Message.objects.get(id=later.id).content  # not redacted: said after the request
+    again = Memory.objects.filter(status="active", content__contains=SECRET).exclude(kind="episode").get()
+    assert set(again.sources.values_list("message_id", flat=True)) == {later.id}
+    assert AuditEvent.objects.filter(action="memory.restated_after_forget", target_id=str(again.id)).exists()
