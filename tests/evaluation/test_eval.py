@@ -173,3 +173,31 @@ def test_json_report_has_each_probes_source_recall(tmp_path):
                  "--json", str(out))
     probe = json.loads(out.read_text())["cases"][0]["probes"][0]
     assert probe["source_recall"] == {"1": 0.5, "5": 0.5}  # D1:1 found, D9:9 never said
+
+
+def test_the_throwaway_run_keeps_its_database_as_the_service_does(tmp_path):
+    """On SQLite the run's own database is a file in WAL mode with the busy timeout, not Django's shared-cache
+    memory database, where a write beside a background thread's read failed at once ("database table is
+    locked") and an eager projection was lost with it. A fresh process: the command swaps the database."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import django; django.setup()\n"
+        "from django.db import connection\n"
+        "from evaluation.management.commands.memory_eval import Command\n"
+        "cleanup = Command()._isolate()\n"
+        "name = connection.settings_dict['NAME']\n"
+        "with connection.cursor() as c:\n"
+        "    c.execute('PRAGMA journal_mode'); mode = c.fetchone()[0]\n"
+        "cleanup()\n"
+        "import os; print(name, mode, os.path.exists(name))\n")
+    env = {**os.environ, "MEMORY_VAR_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "config.settings"}
+    env.pop("DATABASE_URL", None)
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr[-2000:]
+    name, mode, exists_after = done.stdout.split()[-3:]
+    assert name.endswith("eval.sqlite3") and mode == "wal"
+    assert exists_after == "False"  # dropped with the run

@@ -77,6 +77,13 @@ class Command(BaseCommand):
         settings.VECTOR_INDEX_PATH = str(Path(tmp.name) / "qdrant")
         reset_vector_index()
         old_name = connection.settings_dict["NAME"]
+        if connection.vendor == "sqlite":
+            # A file, as the service keeps it (WAL, the busy timeout): Django's default test database is
+            # in memory with a shared cache, where a write beside a background thread's read (the
+            # access-stats flush, a snapshot refresh) fails at once with "database table is locked", and
+            # an eager projection lost that way left a case's memories out of the vector index.
+            test = connection.settings_dict.setdefault("TEST", {})
+            old_test_name, test["NAME"] = test.get("NAME"), str(Path(tmp.name) / "eval.sqlite3")
         connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
 
         def cleanup():
@@ -84,6 +91,8 @@ class Command(BaseCommand):
 
             flush_pending()  # into this run's database: the same ids exist in the one restored below
             connection.creation.destroy_test_db(old_name, verbosity=0)
+            if connection.vendor == "sqlite":
+                connection.settings_dict["TEST"]["NAME"] = old_test_name
             reset_vector_index()
             settings.VECTOR_INDEX_PATH = old_index
             tmp.cleanup()
