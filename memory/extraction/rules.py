@@ -28,7 +28,7 @@ from memory.extraction.candidates import (
 from memory.extraction.lexicon import Lexicon
 from memory.extraction.rules_en import EN
 from memory.extraction.rules_zh import ZH
-from memory.extraction.standing import onset, read, task_scope
+from memory.extraction.standing import habitual, onset, read, task_scope
 from memory.extraction.text import strip_end
 from memory.extraction.timeexpr import TimeRef, find_times, recurring, rewrite_times
 
@@ -106,7 +106,8 @@ class RuleExtractor(Extractor):
         if not s or len(s) > MAX_SENTENCE_CHARS:
             return []
         standing = bool(lex.long_term.search(s) or lex.habit.search(s))
-        if lex.chit_chat.search(s) and not standing:
+        # A small-talk topic (meals, weather, weekends) is small talk unless the sentence states a routine.
+        if lex.chit_chat.search(s) and not standing and not habitual(s, lex.lang):
             return []
 
         if (lex.task_marker.search(s) and lex.task_instruction.search(s)) or task_scope(s, lex.lang):

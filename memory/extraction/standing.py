@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from conversations.textutil import pos_cut
 from memory.extraction.patterns import load_patterns
 
-__all__ = ["Reading", "onset", "read", "task_scope"]
+__all__ = ["Reading", "habitual", "onset", "read", "task_scope"]
 
 
 @dataclass(frozen=True)
@@ -193,6 +193,20 @@ def read(s: str, lang: str) -> Reading | None:
     """The structural reading of one user sentence (already stripped of filler and correction
     leads), or None when structure alone says nothing."""
     return _read_zh(s) if lang == "zh" else _read_en(s)
+
+
+# The readings that say the sentence describes a routine: what the user does as a rule, whatever it is about.
+_HABITUAL_CUES = frozenset({"habitual frequency", "habitual adverb", "present + habitual"})
+
+
+def habitual(s: str, lang: str) -> bool:
+    """A routine stated without a feeling: "我晚饭一般七点吃", "I go hiking every weekend" — a standing fact
+    even when its topic is everyday life (meals, weekends, sleep), where a topic word alone would make
+    the sentence small talk. A degree word ("每天都很开心") makes it a mood, not a routine."""
+    reading = read(s, lang)
+    if reading is None or reading.cue not in _HABITUAL_CUES:
+        return False
+    return not (_ZH.degree if lang == "zh" else _EN.degree).search(s)
 
 
 def onset(s: str, lang: str) -> bool:

@@ -219,6 +219,13 @@ def test_chit_chat_gives_nothing(text):
     assert extract(text).candidates == []
 
 
+@pytest.mark.parametrize("text", ["I usually eat dinner at 7.", "I go hiking every weekend.",
+                                  "We have breakfast together every Sunday."])
+def test_a_routine_on_a_small_talk_topic_is_a_fact(text):
+    """Meals and weekends are small-talk topics; a routine about them is still standing knowledge."""
+    assert [c.kind for c in extract(text).candidates] == ["fact"]
+
+
 @pytest.mark.parametrize(
     "text",
     ["What database do we use?", "Where did we buy the grain dryer?", "Is our farm in Jiamusi",

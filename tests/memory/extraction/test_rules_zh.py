@@ -312,6 +312,17 @@ def test_chit_chat_gives_nothing(text):
     assert extract(text).candidates == []
 
 
+@pytest.mark.parametrize("text", ["我晚饭一般七点吃。", "我每天七点吃晚饭。", "周末我一般去钓鱼。"])
+def test_a_routine_on_a_small_talk_topic_is_a_fact(text):
+    """Meals and weekends are small-talk topics; a routine about them is still standing knowledge."""
+    assert [c.kind for c in extract(text).candidates] == ["fact"]
+
+
+@pytest.mark.parametrize("text", ["我每天都很开心。", "周末过得真开心。", "今天晚饭吃了火锅。"])
+def test_a_mood_or_an_occasion_on_a_small_talk_topic_stays_small_talk(text):
+    assert extract(text).candidates == []
+
+
 @pytest.mark.parametrize(
     "text",
     [
