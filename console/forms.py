@@ -1,14 +1,20 @@
 from django import forms
 from django.conf import settings
+from django.core.validators import RegexValidator
 
+from tenancy.identifiers import USER_ID_MESSAGE, USER_ID_RE
 from tenancy.models import Org
+
+# The API's alphabet: a look-alike typed here (`Café`, full-width letters) names nobody, and the
+# columns compare exactly, so it would silently find nothing.
+USER_ID = [RegexValidator(USER_ID_RE, USER_ID_MESSAGE)]
 
 DATETIME_LOCAL = forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
 
 
 class RecallExplainForm(forms.Form):
     org = forms.ModelChoiceField(queryset=Org.objects.order_by("slug"))
-    user_id = forms.CharField(max_length=settings.MAX_USER_ID_CHARS)
+    user_id = forms.CharField(max_length=settings.MAX_USER_ID_CHARS, validators=USER_ID)
     query = forms.CharField(widget=forms.Textarea(attrs={"rows": 2, "cols": 80}), max_length=2000)
     k = forms.IntegerField(min_value=1, max_value=settings.MAX_RECALL_K, initial=10)
     at = forms.DateTimeField(required=False, widget=DATETIME_LOCAL, label="Reference time",
@@ -18,7 +24,7 @@ class RecallExplainForm(forms.Form):
 
 class LatencyProbeForm(forms.Form):
     org = forms.ModelChoiceField(queryset=Org.objects.order_by("slug"))
-    user_id = forms.CharField(max_length=settings.MAX_USER_ID_CHARS, required=False,
+    user_id = forms.CharField(max_length=settings.MAX_USER_ID_CHARS, required=False, validators=USER_ID,
                               help_text="Empty: a user with no memories (measures the fixed cost only).")
     samples = forms.IntegerField(min_value=1, max_value=20, initial=5)
 
@@ -34,7 +40,7 @@ class ApiKeyCreateForm(forms.Form):
 
 class ForgetUserForm(forms.Form):
     org = forms.ModelChoiceField(queryset=Org.objects.order_by("slug"))
-    user_id = forms.CharField(max_length=settings.MAX_USER_ID_CHARS)
+    user_id = forms.CharField(max_length=settings.MAX_USER_ID_CHARS, validators=USER_ID)
 
 
 class PurgeOrgForm(forms.Form):

@@ -1,14 +1,15 @@
 from django.db import models
 
 from entities.models import Entity
+from tenancy.identifiers import IdentifierField
 from tenancy.models import Org
 
 
 class Conversation(models.Model):
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="conversations")
-    owner_user = models.CharField(max_length=128)
+    owner_user = IdentifierField(max_length=128)
     # The client's own id for the conversation (session id), unique per org when given.
-    external_id = models.CharField(max_length=200, null=True, blank=True)
+    external_id = IdentifierField(max_length=200, null=True, blank=True)
     title = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     message_count = models.PositiveIntegerField(default=0)
@@ -33,7 +34,7 @@ class ConversationAccess(models.Model):
 
     GRANTED, REVOKED = "granted", "revoked"
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="access")
-    user_id = models.CharField(max_length=128)
+    user_id = IdentifierField(max_length=128)
     state = models.CharField(max_length=8, choices=[(GRANTED, "granted"), (REVOKED, "revoked")])
     changed_at = models.DateTimeField(auto_now=True)
 
@@ -47,7 +48,7 @@ class Message(models.Model):
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
-    user_id = models.CharField(max_length=128)  # the acting user who appended it
+    user_id = IdentifierField(max_length=128)  # the acting user who appended it
     seq = models.PositiveIntegerField()  # position in the conversation, 1-based
     role = models.CharField(max_length=10, choices=ROLES)
     content = models.TextField(blank=True)
@@ -55,7 +56,7 @@ class Message(models.Model):
     tool_calls = models.JSONField(null=True, blank=True)
     token_count = models.PositiveIntegerField(default=0)
     occurred_at = models.DateTimeField()
-    external_ref = models.CharField(max_length=200, null=True, blank=True)
+    external_ref = IdentifierField(max_length=200, null=True, blank=True)
     redacted = models.BooleanField(default=False)
     # The user asked not to remember this turn: no memory is extracted and it is no episode.
     do_not_remember = models.BooleanField(default=False)
@@ -96,7 +97,7 @@ class TaskState(models.Model):
              ("other", "other")]
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="task_states")
-    key = models.CharField(max_length=200)
+    key = IdentifierField(max_length=200)
     kind = models.CharField(max_length=20, choices=KINDS, default="other")
     state = models.CharField(max_length=100)
     data = models.JSONField(default=dict, blank=True)
@@ -115,7 +116,7 @@ class EntityMention(models.Model):
     entity = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="mentions")
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="mentions")
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+")
-    user_id = models.CharField(max_length=128)
+    user_id = IdentifierField(max_length=128)
     surface = models.CharField(max_length=300, blank=True)
     at = models.DateTimeField()
 

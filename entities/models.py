@@ -1,5 +1,6 @@
 from django.db import models
 
+from tenancy.identifiers import IdentifierField
 from tenancy.models import Org
 
 
@@ -10,8 +11,8 @@ class Entity(models.Model):
     """
 
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="entities")
-    type = models.CharField(max_length=50)
-    external_id = models.CharField(max_length=200)
+    type = IdentifierField(max_length=50)
+    external_id = IdentifierField(max_length=200)
     name = models.CharField(max_length=300)
     aliases = models.JSONField(default=list, blank=True)
     attributes = models.JSONField(default=dict, blank=True)
@@ -38,7 +39,7 @@ class EntityAccess(models.Model):
 
     ALLOW, DENY = "allow", "deny"
     entity = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="access_rules")
-    user_id = models.CharField(max_length=128)
+    user_id = IdentifierField(max_length=128)
     effect = models.CharField(max_length=5, choices=[(ALLOW, "allow"), (DENY, "deny")])
     changed_at = models.DateTimeField(auto_now=True)
 

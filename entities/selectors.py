@@ -2,7 +2,8 @@ import threading
 import time
 
 from django.core.cache import cache
-from django.db.models import Q, QuerySet
+from django.db.models import Q, QuerySet, Value
+from django.db.models.functions import Lower
 from django.http import Http404
 
 from entities.models import Entity
@@ -21,7 +22,10 @@ def entity_list(*, org: Org | int, type: str | None = None, search: str | None =
     if type:
         qs = qs.filter(type=type)
     if search:
-        qs = qs.filter(Q(external_id__icontains=search) | Q(name__icontains=search) | Q(aliases__icontains=search))
+        # A search, not an identity check: it ignores case. The external id's column compares bytes
+        # (binary collation on MySQL, where `icontains` would then respect case), so it is lowered first.
+        qs = qs.alias(external_id_lower=Lower("external_id")).filter(
+            Q(external_id_lower__contains=Lower(Value(search))) | Q(name__icontains=search) | Q(aliases__icontains=search))
     return qs
 
 

@@ -3,6 +3,7 @@ from django.db import models
 from conversations.models import Conversation, Message
 from entities.models import Entity
 from memory.choices import MemoryAssertion, MemoryKind, MemoryScope, MemoryStatus
+from tenancy.identifiers import IdentifierField
 from tenancy.models import Org
 
 
@@ -10,7 +11,7 @@ class Memory(models.Model):
     CREATED_BY_CHOICES = [(s, s) for s in ("extractor", "api", "operator")]
 
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="memories")
-    user_id = models.CharField(max_length=128)
+    user_id = IdentifierField(max_length=128)
     scope = models.CharField(max_length=10, choices=MemoryScope.choices, default=MemoryScope.USER)
     # Task-scoped memories and episodes belong to one conversation.
     conversation = models.ForeignKey(Conversation, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
@@ -93,7 +94,7 @@ class MemorySource(models.Model):
     version = models.ForeignKey(MemoryVersion, on_delete=models.CASCADE, related_name="sources")
     message = models.ForeignKey(Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="memory_sources")
     conversation = models.ForeignKey(Conversation, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
-    external_ref = models.CharField(max_length=200, null=True, blank=True)
+    external_ref = IdentifierField(max_length=200, null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["memory", "conversation"])]
@@ -111,7 +112,7 @@ class ForgetRule(models.Model):
     """Blocks re-extraction of forgotten content. Holds fingerprints only, never the forgotten text."""
 
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
-    user_id = models.CharField(max_length=128, null=True, blank=True)  # null: applies to the whole org
+    user_id = IdentifierField(max_length=128, null=True, blank=True)  # null: applies to the whole org
     fingerprint = models.CharField(max_length=64, db_index=True)  # normalised-content hash
     embedding = models.BinaryField(null=True, blank=True)  # float32 vector of the forgotten content
     embedding_model = models.CharField(max_length=100, blank=True)
@@ -129,7 +130,7 @@ class ForgetRequest(models.Model):
     STATUSES = [(s, s) for s in ("pending", "approved", "rejected", "executed")]
 
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="forget_requests")
-    subject_user = models.CharField(max_length=128, blank=True)  # whose memories
+    subject_user = IdentifierField(max_length=128, blank=True)  # whose memories
     requested_by = models.CharField(max_length=200)
     requested_via = models.CharField(max_length=10, default="api")  # api | console
     target = models.CharField(max_length=10, choices=TARGETS)
@@ -160,7 +161,7 @@ class MemoryWriteLock(models.Model):
     decisions for one user are serialised (two workers on one fact never both ADD)."""
 
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
-    user_id = models.CharField(max_length=128)
+    user_id = IdentifierField(max_length=128)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["org", "user_id"], name="memory_write_lock_unique")]
@@ -173,7 +174,7 @@ class MemoryCacheEpoch(models.Model):
     any process, and the next read refills a new one from MySQL (memory/cache.py). No row = epoch 0."""
 
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
-    user_id = models.CharField(max_length=128)
+    user_id = IdentifierField(max_length=128)
     epoch = models.BigIntegerField(default=0)
 
     class Meta:
@@ -204,7 +205,7 @@ class MemoryTerms(models.Model):
     # The memory's owner, copied so a user's rows are one index range (migration 0011: on SQLite the
     # index covers every column, so a snapshot build reads them without visiting the table).
     org = models.ForeignKey(Org, on_delete=models.CASCADE, null=True, db_index=False, related_name="+")
-    user_id = models.CharField(max_length=128, null=True)
+    user_id = IdentifierField(max_length=128, null=True)
     version = models.PositiveIntegerField()  # the memory version these terms were read from
     tokenizer = models.CharField(max_length=40)
     hashes = models.BinaryField(default=b"")  # the terms in order, as little-endian 64-bit hashes
@@ -282,7 +283,7 @@ class MemoryConflict(models.Model):
     STATUSES = [(s, s) for s in ("open", "superseded", "kept_both", "closed")]
 
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
-    user_id = models.CharField(max_length=128)
+    user_id = IdentifierField(max_length=128)
     older = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="conflicts_as_older")
     newer = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="conflicts_as_newer")
     score = models.FloatField(default=0.0)  # subject similarity that put the pair in the uncertain band
@@ -310,7 +311,7 @@ class Mem0AddEvent(models.Model):
 
     event_id = models.UUIDField(unique=True)
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
-    user_id = models.CharField(max_length=128)
+    user_id = IdentifierField(max_length=128)
     conversation = models.ForeignKey(Conversation, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     infer = models.BooleanField(default=True)
     metadata = models.JSONField(default=dict, blank=True)

@@ -3,7 +3,6 @@
 Agent services are trusted to name the end user they act for (X-Memory-User); nothing in a
 request body or tool argument can change either identity.
 """
-import re
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -11,10 +10,11 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.permissions import BasePermission
 
+from tenancy.identifiers import USER_ID_MESSAGE, USER_ID_RE
 from tenancy.models import ApiKey, Org
 from tenancy.services import api_key_verify
 
-USER_ID_RE = re.compile(r"^[\w.@:+\-]{1,128}$")
+__all__ = ["USER_ID_RE", "ApiKeyAuthentication", "ApiPrincipal", "HasOrgAndUser", "acting_user_from"]
 
 
 @dataclass
@@ -32,7 +32,7 @@ def acting_user_from(request) -> str | None:
     if raw is None:
         return None
     if not USER_ID_RE.match(raw):
-        raise exceptions.ValidationError({"X-Memory-User": ["Must be 1-128 letters, digits or . _ @ : + -"]})
+        raise exceptions.ValidationError({"X-Memory-User": [USER_ID_MESSAGE]})
     return raw
 
 

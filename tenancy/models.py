@@ -1,10 +1,12 @@
 from django.db import models
 
+from tenancy.identifiers import IdentifierField, IdentifierSlugField
+
 
 class Org(models.Model):
     """A tenant. Every row of every app belongs to exactly one org; the API key decides which."""
 
-    slug = models.SlugField(max_length=100, unique=True)
+    slug = IdentifierSlugField(max_length=100, unique=True)
     name = models.CharField(max_length=200, blank=True)
     # Whether a user's forget request through the API executes at once or waits for an operator.
     forget_requires_approval = models.BooleanField(default=False)
@@ -30,7 +32,7 @@ class ApiKey(models.Model):
 
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="api_keys")
     name = models.CharField(max_length=100)
-    prefix = models.CharField(max_length=16, unique=True)
+    prefix = IdentifierField(max_length=16, unique=True)
     secret_hash = models.CharField(max_length=64)
     scopes = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -55,7 +57,7 @@ class AuditEvent(models.Model):
     """Append-only log of who did what to which record. Never holds memory or message text."""
 
     org = models.ForeignKey(Org, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
-    org_slug = models.CharField(max_length=100, blank=True)  # survives an org purge
+    org_slug = IdentifierField(max_length=100, blank=True)  # survives an org purge
     actor = models.CharField(max_length=200)
     actor_kind = models.CharField(max_length=20)  # api | operator | system
     action = models.CharField(max_length=50)
@@ -80,9 +82,9 @@ class IdempotencyRecord(models.Model):
     write that fails leaves no record, so its retry runs again. Kept IDEMPOTENCY_RETENTION_HOURS."""
 
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
-    user_id = models.CharField(max_length=128)
-    endpoint = models.CharField(max_length=200)  # method and path: one key per endpoint and object
-    key = models.CharField(max_length=255)
+    user_id = IdentifierField(max_length=128)
+    endpoint = IdentifierField(max_length=200)  # method and path: one key per endpoint and object
+    key = IdentifierField(max_length=255)
     fingerprint = models.CharField(max_length=64)  # SHA-256 of the canonical request body
     status_code = models.PositiveSmallIntegerField(null=True)
     body = models.JSONField(null=True)

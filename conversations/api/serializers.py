@@ -3,8 +3,15 @@ from rest_framework import serializers
 
 from conversations.models import Conversation, HistorySummary, Message, TaskState
 from tenancy.api import MAX_DB_INT, BoundedDateTimeField, StrictCharField, StrictSerializer, at_most
+from tenancy.identifiers import USER_ID_MESSAGE, USER_ID_RE
 
 ROLES = ["user", "assistant", "tool", "system"]
+
+
+class ConversationListParamsSerializer(StrictSerializer):
+    external_id = serializers.CharField(max_length=200, required=False)
+    cursor = serializers.CharField(required=False)
+    limit = serializers.IntegerField(required=False, min_value=1)
 
 
 class ConversationCreateInputSerializer(StrictSerializer):
@@ -19,7 +26,8 @@ class ConversationOutputSerializer(serializers.ModelSerializer):
 
 
 class AccessInputSerializer(StrictSerializer):
-    user = serializers.RegexField(r"^[\w.@:+\-]{1,128}$", help_text="The user whose access changes.")
+    user = serializers.RegexField(USER_ID_RE, help_text="The user whose access changes.",
+                                  error_messages={"invalid": USER_ID_MESSAGE})
 
 
 class ToolCallSerializer(StrictSerializer):

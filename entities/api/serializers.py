@@ -3,9 +3,9 @@ from rest_framework import serializers
 
 from entities.models import Entity
 from tenancy.api import MAX_DB_INT, StrictCharField, StrictSerializer, at_most
+from tenancy.identifiers import USER_ID_MESSAGE, USER_ID_RE
 
 TYPE_RE = r"^[a-z][a-z0-9_\-]{0,49}$"
-USER_RE = r"^[\w.@:+\-]{1,128}$"
 # The entity routes take the external id as a <path:...> (it may hold '/'); an id ending with an
 # action suffix would be routed to that action, so it is refused here (entities/api/urls.py).
 RESERVED_SUFFIXES = ("/deactivate", "/access/grant", "/access/revoke")
@@ -17,13 +17,22 @@ class EntityInputSerializer(StrictSerializer):
     name = StrictCharField(max_length=300)
     aliases = serializers.ListField(child=StrictCharField(max_length=300), required=False, default=list, max_length=100)
     attributes = serializers.DictField(required=False, default=dict)
-    grants = serializers.ListField(child=serializers.RegexField(USER_RE), required=False, max_length=1000,
+    grants = serializers.ListField(child=serializers.RegexField(USER_ID_RE, error_messages={"invalid": USER_ID_MESSAGE}),
+                                   required=False, max_length=1000,
                                    help_text="If given, only these users may read the entity.")
 
     def validate_external_id(self, value: str) -> str:
         if value.endswith(RESERVED_SUFFIXES):
             raise serializers.ValidationError(f"Must not end with {', '.join(RESERVED_SUFFIXES)}.")
         return value
+
+
+class EntityListParamsSerializer(StrictSerializer):
+    type = serializers.CharField(max_length=50, required=False)
+    search = serializers.CharField(max_length=300, required=False)
+    include_inactive = serializers.BooleanField(required=False, default=False)
+    cursor = serializers.CharField(required=False)
+    limit = serializers.IntegerField(required=False, min_value=1)
 
 
 class EntityBulkInputSerializer(StrictSerializer):
@@ -40,7 +49,7 @@ class EntityOutputSerializer(serializers.ModelSerializer):
 
 
 class EntityAccessInputSerializer(StrictSerializer):
-    user = serializers.RegexField(USER_RE)
+    user = serializers.RegexField(USER_ID_RE, error_messages={"invalid": USER_ID_MESSAGE})
 
 
 class ResolveInputSerializer(StrictSerializer):

@@ -9,7 +9,8 @@ key and, when sent, pins the user: a body naming someone else is refused.
 from rest_framework import exceptions, status
 from rest_framework.permissions import BasePermission
 
-from tenancy.authentication import USER_ID_RE, ApiKeyAuthentication, ApiPrincipal
+from tenancy.authentication import ApiKeyAuthentication, ApiPrincipal
+from tenancy.identifiers import USER_ID_MESSAGE, USER_ID_RE
 from tenancy.models import SCOPE_MEM0_COMPAT
 
 
@@ -48,7 +49,7 @@ def acting_user(principal: ApiPrincipal, named: str | None, field: str = "user_i
     header = principal.user_id
     if named is not None:
         if not isinstance(named, str) or not USER_ID_RE.match(named):
-            raise Mem0BadRequest(f"{field}: must be 1-128 letters, digits or . _ @ : + -")
+            raise Mem0BadRequest(f"{field}: {USER_ID_MESSAGE}")
         if not may_name_users(principal):
             raise exceptions.PermissionDenied(
                 f"{field}: this API key may not name the acting user in a request; create a key with the "

@@ -22,7 +22,9 @@ from memory.mem0.identity import Mem0BadRequest
 from memory.models import Memory, MemorySource
 from tenancy.models import Org
 
-ID_RE = re.compile(r"^[\w.@:+\-]{1,80}$")  # no "|": it separates the parts of the conversation key
+# The documented ASCII alphabet, spelled out (`\w` is Unicode); no "|": it separates the parts of the
+# conversation key. Compared exactly, as every identifier (tenancy/identifiers.py).
+ID_RE = re.compile(r"^[A-Za-z0-9_.@:+\-]{1,80}\Z", re.ASCII)
 ENTITY_KEYS = ("user_id", "agent_id", "run_id")
 DATE_KEYS = ("created_at", "updated_at")
 DATE_OPS = ("gte", "gt", "lte", "lt")
@@ -43,7 +45,7 @@ class Filters:
 
 def check_id(value, where: str) -> str:
     if not isinstance(value, str) or not ID_RE.match(value):
-        raise Mem0BadRequest(f"{where}: must be 1-80 letters, digits or . _ @ : + -")
+        raise Mem0BadRequest(f"{where}: must be 1-80 characters of A-Z a-z 0-9 _ . @ : + - (ASCII only).")
     return value
 
 
