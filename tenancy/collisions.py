@@ -61,7 +61,7 @@ def identity_collisions(apps) -> list[Collision]:
                 if value:
                     seen[(what, org_id)][value].add(column)
     found = []
-    for (what, org_id), values in sorted(seen.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
+    for (what, org_id), values in seen.items():
         groups: dict[str, list[str]] = defaultdict(list)
         for value in values:
             groups[loose_form(value)].append(value)
@@ -70,7 +70,7 @@ def identity_collisions(apps) -> list[Collision]:
                 columns = sorted({c for v in group for c in values[v]})
                 found.append(Collision(what=what, org=slugs.get(org_id, "") if org_id else "",
                                        values=sorted(group), columns=columns))
-    return found
+    return sorted(found, key=lambda c: (c.org, c.what, c.values))
 
 
 def report_lines(collisions: list[Collision]) -> list[str]:
