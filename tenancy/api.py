@@ -3,6 +3,8 @@ from django.conf import settings
 from rest_framework import serializers
 from rest_framework.pagination import CursorPagination
 
+from tenancy.parsers import BIDI_CONTROLS
+
 # The largest id a BIGINT column holds. Every id (or version) in a body is capped with it: a larger one
 # is a 400 here, where SQLite would raise OverflowError (a 500) in an `IN (...)` lookup.
 MAX_DB_INT = 2**63 - 1
@@ -35,13 +37,24 @@ class StrictSerializer(serializers.Serializer):
             if unknown:
                 raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
             if hasattr(data, "getlist"):  # query parameters: JSON bodies were checked by the parser already
-                from tenancy.parsers import BIDI_CONTROLS
-
-                bad = sorted(k for k in data if any(BIDI_CONTROLS.search(v) for v in data.getlist(k) if isinstance(v, str)))
-                if bad:
-                    raise serializers.ValidationError({k: ["Contains a bidirectional control character "
-                                                           "(U+202A-U+202E, U+2066-U+2069); remove it."] for k in bad})
+                problems = query_problems(data)
+                if problems:
+                    raise serializers.ValidationError(problems)
         return super().to_internal_value(data)
+
+
+def query_problems(params) -> dict[str, list[str]]:
+    """Query parameters refused as docs/api.md says, by name: a bidirectional control character, or bytes
+    that are not UTF-8. Django decodes a query string with errors="replace", so `%FF` arrives as U+FFFD;
+    searching for it would answer an empty 200, as if the value were fine and matched nothing."""
+    problems = {}
+    for key in params:
+        values = [v for v in params.getlist(key) if isinstance(v, str)]
+        if "\ufffd" in key or any("\ufffd" in v for v in values):
+            problems[key] = ["Contains bytes that are not valid UTF-8 (percent-encode UTF-8 text)."]
+        elif any(BIDI_CONTROLS.search(v) for v in values) or BIDI_CONTROLS.search(key):
+            problems[key] = ["Contains a bidirectional control character (U+202A-U+202E, U+2066-U+2069); remove it."]
+    return problems
 
 
 class StrictCharField(serializers.CharField):

@@ -25,6 +25,7 @@ SCHEMAS = {
         "properties": {
             "detail": {"type": "string", "description": "What went wrong, for a person."},
             "code": {"type": "string", "description": "Machine-readable, when given (e.g. `conflict`)."},
+            "limit": {"type": "integer", "description": "The limit that was exceeded, when a limit was."},
         },
     },
     "FieldErrors": {
@@ -55,6 +56,8 @@ RESPONSES = {
         "An id in the path or body names nothing this user may read (another org's, unknown and unreadable "
         "objects look alike), or the page cursor is invalid.", ERROR_REF),
     "UnsupportedMediaType": _response("The body is not `application/json`.", ERROR_REF),
+    "ContentTooLarge": _response("The body is larger than MAX_REQUEST_BYTES (`code`: `request_too_large`, "
+                                 "`limit`: the limit in bytes); nothing was stored.", ERROR_REF),
     "TooManyRequests": _response(
         "The API key's rate limit is used up (shared by REST and MCP).", ERROR_REF,
         {"Retry-After": {"schema": {"type": "string", "pattern": "^[0-9]+$"},
@@ -76,6 +79,7 @@ def add_error_responses(result: dict, generator, request, public) -> dict:
             if "{" in path or has_body or has_cursor:
                 needed["404"] = "NotFound"
             if has_body:
+                needed["413"] = "ContentTooLarge"
                 needed["415"] = "UnsupportedMediaType"
             responses = operation.setdefault("responses", {})
             for code, name in needed.items():

@@ -43,8 +43,10 @@ class ConversationListCreateApi(APIView):
         responses=s.ConversationOutputSerializer(many=True),
     )
     def get(self, request):
+        params = s.ConversationListParamsSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
         qs = selectors.conversation_list(org=request.user.org, user_id=request.user.user_id)
-        external_id = request.query_params.get("external_id")
+        external_id = params.validated_data.get("external_id")
         if external_id:
             qs = qs.filter(external_id=external_id)
         paginator = self.pagination_class()

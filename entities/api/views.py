@@ -33,9 +33,10 @@ class EntityListUpsertApi(APIView):
                                OpenApiParameter("cursor", str, required=False), OpenApiParameter("limit", int, required=False)],
                    responses=s.EntityOutputSerializer(many=True))
     def get(self, request):
-        qs = selectors.entity_list(org=request.user.org, type=request.query_params.get("type"),
-                                   search=request.query_params.get("search"),
-                                   include_inactive=request.query_params.get("include_inactive") in ("1", "true"))
+        params = s.EntityListParamsSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        qs = selectors.entity_list(org=request.user.org, **{k: v for k, v in params.validated_data.items()
+                                                            if k in ("type", "search", "include_inactive")})
         qs = qs.filter(get_access_policy().visible_q(user_id=request.user.user_id))
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(qs.order_by("id"), request, view=self)

@@ -50,13 +50,20 @@ class MemoryCreateInputSerializer(StrictSerializer):
 
 
 class MemoryUpdateInputSerializer(StrictSerializer):
-    content = StrictCharField(max_length=None)
+    """With `content`: a new version. Without: importance or validity change on the current version."""
+
+    content = StrictCharField(max_length=None, required=False)
     importance = serializers.FloatField(required=False, min_value=0, max_value=1)
     valid_from = BoundedDateTimeField(required=False, allow_null=True)
     valid_to = BoundedDateTimeField(required=False, allow_null=True)
 
     def validate_content(self, value: str) -> str:
         return memory_text(value)
+
+    def validate(self, attrs):
+        if not any(attrs.get(name) is not None for name in self.fields):
+            raise serializers.ValidationError("Nothing to change: give content, importance, valid_from or valid_to.")
+        return attrs
 
 
 class MemoryInvalidateInputSerializer(StrictSerializer):

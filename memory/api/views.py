@@ -103,7 +103,11 @@ class MemoryDetailApi(APIView):
         if memory.status != MemoryStatus.ACTIVE:
             return Response({"detail": f"Memory is {memory.status}; only active memories can be updated.",
                              "code": "conflict"}, status=409)
-        memory = services.memory_update(memory_id=memory.id, actor=_actor(request), **data.validated_data)
+        changes = {k: v for k, v in data.validated_data.items() if v is not None}
+        if "content" in changes:
+            memory = services.memory_update(memory_id=memory.id, actor=_actor(request), **changes)
+        else:  # what is said about the memory, not what it says: no new content version
+            memory = services.memory_annotate(memory_id=memory.id, actor=_actor(request), **changes)
         return Response(s.MemoryOutputSerializer(memory).data)
 
 

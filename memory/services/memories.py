@@ -331,17 +331,19 @@ def memory_update(*, memory_id: int, content: str, actor: str, created_by: str =
 
 @retry_on_contention
 def memory_annotate(*, memory_id: int, actor: str, metadata: dict | None = None, valid_to: datetime | None = None,
-                    clear_valid_to: bool = False) -> Memory:
-    """Change what is said about a memory, not what it says: metadata and expiry. No new content
-    version; the row version still moves so projections pick up the new expiry."""
+                    clear_valid_to: bool = False, importance: float | None = None,
+                    valid_from: datetime | None = None) -> Memory:
+    """Change what is said about a memory, not what it says: metadata, importance and validity. No new
+    content version; the row version still moves so projections pick up the change."""
     with transaction.atomic():
         memory = Memory.objects.select_for_update().get(id=memory_id)
         if memory.status != MemoryStatus.ACTIVE:
             raise ValueError("only active memories can be updated")
         fields = ["version", "updated_at"]
-        if metadata is not None:
-            memory.metadata = metadata
-            fields.append("metadata")
+        for name, value in (("metadata", metadata), ("importance", importance), ("valid_from", valid_from)):
+            if value is not None:
+                setattr(memory, name, value)
+                fields.append(name)
         if valid_to is not None or clear_valid_to:
             memory.valid_to = valid_to
             fields.append("valid_to")

@@ -20,6 +20,32 @@ pytestmark = pytest.mark.django_db
 BIDI = ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069"]
 
 
+LIST_PARAMETERS = [("/api/v1/conversations", "external_id"), ("/api/v1/entities", "search"),
+                   ("/api/v1/entities", "type"), ("/api/v1/memories", "entity")]
+
+
+@pytest.mark.parametrize("path,param", LIST_PARAMETERS)
+@pytest.mark.parametrize("raw", ["%E2%80%AEabc", "abc%E2%81%A6", "%FF%FE", "a%C3", "%ED%A0%80"],
+                         ids=["rlo", "lri", "latin1-bytes", "cut-utf8", "utf8-surrogate"])
+def test_bidi_controls_and_invalid_bytes_in_list_parameters_are_refused_naming_it(api, path, param, raw):
+    """docs/api.md: refused, not an empty 200 that reads as "no match". The query string goes on the
+    wire as bytes (`QUERY_STRING`), as a client sends it."""
+    entity = api.post("/api/v1/entities", {"type": "asset", "external_id": "A-1", "name": "拖拉机"}, format="json")
+    assert entity.status_code == 201
+    response = api.get(path, QUERY_STRING=f"{param}={raw}")
+    assert response.status_code == 400, (path, param, raw, response.status_code, response.content[:200])
+    assert list(response.json()) == [param], response.json()
+    fine = api.get(path, QUERY_STRING=f"{param}=A-1" if param != "entity" else "entity=asset:A-1")
+    assert fine.status_code == 200
+
+
+def test_list_parameters_are_checked_like_body_fields(api):
+    assert api.get("/api/v1/entities", {"include_inactive": "maybe"}).status_code == 400
+    assert api.get("/api/v1/conversations", {"externalid": "x"}).json() == {"externalid": ["Unknown field."]}
+    assert api.get("/api/v1/entities", {"search": "a" * 301}).status_code == 400
+    assert api.get("/api/v1/entities", {"include_inactive": "true"}).status_code == 200
+
+
 @pytest.mark.parametrize("char", BIDI)
 def test_bidi_controls_in_a_message_are_refused_naming_the_field(api, char):
     conv = create_conversation(api)

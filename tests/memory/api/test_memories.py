@@ -34,6 +34,27 @@ def test_update_adds_a_version_and_keeps_the_old_one(api):
     assert [v.reason for v in versions] == ["ADD", "UPDATE"]
 
 
+def test_patch_with_importance_alone_changes_it_without_a_new_content_version(api):
+    memory = create_memory(api, content="维保计划默认看两周")["memory"]
+    updated = api.patch(f"/api/v1/memories/{memory['id']}", {"importance": 0.9}, format="json")
+    assert updated.status_code == 200, updated.content
+    body = updated.json()
+    assert body["importance"] == 0.9 and body["content"] == "维保计划默认看两周"
+    assert body["version"] == memory["version"] + 1  # the row moves, so projections pick it up
+    assert MemoryVersion.objects.filter(memory_id=memory["id"]).count() == 1
+    assert Memory.objects.get(id=memory["id"]).importance == 0.9
+    validity = api.patch(f"/api/v1/memories/{memory['id']}", {"valid_to": "2030-01-01T00:00:00Z"}, format="json")
+    assert validity.status_code == 200 and validity.json()["valid_to"].startswith("2030-01-01")
+
+
+@pytest.mark.parametrize("body", [{}, {"valid_from": None, "valid_to": None}])
+def test_patch_with_nothing_to_change_is_a_400(api, body):
+    memory = create_memory(api, content="维保计划默认看两周")["memory"]
+    response = api.patch(f"/api/v1/memories/{memory['id']}", body, format="json")
+    assert response.status_code == 400 and "Nothing to change" in str(response.json())
+    assert api.patch(f"/api/v1/memories/{memory['id']}", {"importance": 2}, format="json").json().keys() == {"importance"}
+
+
 def test_exact_duplicate_is_not_stored_twice(api):
     first = create_memory(api, content="我喜欢简洁的回答。")
     second = create_memory(api, content="我喜欢简洁的回答")
