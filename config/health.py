@@ -72,10 +72,11 @@ def check_broker():
 
 def check_vector_consumer():
     # Single node with the embedded shard: this process must be consuming the vector queue, or
-    # projections wait (reported, not fatal: writes and recall still work).
-    from config.vector_consumer import vector_consumer_status
+    # projections wait (reported, not fatal: writes and recall still work). "degraded" when it holds
+    # work and has consumed nothing for VECTOR_CONSUMER_STALL_SECONDS (config/consumer_watchdog.py).
+    from config.consumer_watchdog import vector_consumer_health
 
-    return vector_consumer_status()
+    return vector_consumer_health()
 
 
 def check_projection_lag():

@@ -214,6 +214,14 @@ CELERY_VECTOR_QUEUE = env.str("CELERY_VECTOR_QUEUE", default="" if QDRANT_URL el
 CELERY_TASK_ROUTES = ("config.celery.route_task",)
 VECTOR_CONSUMER_IN_WEB = env.bool("VECTOR_CONSUMER_IN_WEB",
                                   default=bool(CELERY_VECTOR_QUEUE) and not CELERY_TASK_ALWAYS_EAGER)
+# That consumer's broker connection (config/vector_consumer.py): a consumer waits for a stalled broker
+# (0: no socket timeout) instead of failing an ack after BROKER_SOCKET_TIMEOUT, and kombu checks its
+# BRPOP connection every VECTOR_CONSUMER_HEALTH_CHECK_SECONDS. A consumer that holds work (messages in
+# its queue) but has consumed nothing for VECTOR_CONSUMER_STALL_SECONDS is reported degraded by /readyz
+# and restarted by its watchdog (config/consumer_watchdog.py).
+VECTOR_CONSUMER_SOCKET_TIMEOUT = env.float("VECTOR_CONSUMER_SOCKET_TIMEOUT", default=30.0)
+VECTOR_CONSUMER_HEALTH_CHECK_SECONDS = env.int("VECTOR_CONSUMER_HEALTH_CHECK_SECONDS", default=10)
+VECTOR_CONSUMER_STALL_SECONDS = env.float("VECTOR_CONSUMER_STALL_SECONDS", default=30.0)
 
 # Write path: how many recent same-kind memories semantic dedup compares against (plus same-slot ones).
 SEMANTIC_DEDUP_WINDOW = env.int("SEMANTIC_DEDUP_WINDOW", default=500)
