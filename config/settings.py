@@ -236,6 +236,11 @@ EXTRACTION_RESUME_AFTER_SECONDS = env.int("EXTRACTION_RESUME_AFTER_SECONDS", def
 # extraction sweep (with a broker: beat runs the rest, and recovery must not depend on beat), "off".
 MAINTENANCE_SCHEDULER = env.str("MAINTENANCE_SCHEDULER", default="all" if CELERY_TASK_ALWAYS_EAGER else "sweep")
 EXTRACTION_SWEEP_SECONDS = env.float("EXTRACTION_SWEEP_SECONDS", default=5.0)
+# The projection sweep (same thread, every mode but "off"): rows with projected_version < version last
+# written more than PROJECTION_RESUME_AFTER_SECONDS ago lost their task (a failed publish, a broker
+# restarted empty, a kill between commit and publish) and are queued again (run in place when eager).
+PROJECTION_SWEEP_SECONDS = env.float("PROJECTION_SWEEP_SECONDS", default=10.0)
+PROJECTION_RESUME_AFTER_SECONDS = env.int("PROJECTION_RESUME_AFTER_SECONDS", default=30)
 # The scheduler's scans (reconcile, expire, evict, purge, re-embed) first run this long after start-up.
 MAINTENANCE_START_DELAY_SECONDS = env.float("MAINTENANCE_START_DELAY_SECONDS", default=120.0)
 # With the scheduler on "all": re-embed into EMBEDDING_MODEL when it is not the live collection's model.
