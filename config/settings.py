@@ -219,6 +219,9 @@ VECTOR_CONSUMER_IN_WEB = env.bool("VECTOR_CONSUMER_IN_WEB",
 # BRPOP connection every VECTOR_CONSUMER_HEALTH_CHECK_SECONDS. A consumer that holds work (messages in
 # its queue) but has consumed nothing for VECTOR_CONSUMER_STALL_SECONDS is reported degraded by /readyz
 # and restarted by its watchdog (config/consumer_watchdog.py).
+# /readyz answers within this many seconds whatever Redis does: a check that talks to Redis and has not
+# answered by then is reported "timeout" (config/health.py).
+READYZ_TIMEOUT_SECONDS = env.float("READYZ_TIMEOUT_SECONDS", default=1.0)
 VECTOR_CONSUMER_SOCKET_TIMEOUT = env.float("VECTOR_CONSUMER_SOCKET_TIMEOUT", default=30.0)
 VECTOR_CONSUMER_HEALTH_CHECK_SECONDS = env.int("VECTOR_CONSUMER_HEALTH_CHECK_SECONDS", default=10)
 VECTOR_CONSUMER_STALL_SECONDS = env.float("VECTOR_CONSUMER_STALL_SECONDS", default=30.0)
