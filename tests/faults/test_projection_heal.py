@@ -193,7 +193,8 @@ def test_redis_restarted_empty_lag_returns_to_0(node, tally):
     t.attempted = len(writers.codes)
     t.succeeded = sum(code in (200, 201) for code in writers.codes.values())  # 200: a duplicate, touched
     t.extra.update(lag_at_writes_stop=lag_at_stop, healed_after_restart_s=round(time.monotonic() - restarted_at, 1),
-                   lag_after=lag(node), pending_after=node.pending(), consumer=consumer(node).get("status"))
+                   lag_after=lag(node), pending_after=node.pending(), consumer=consumer(node).get("status"),
+                   codes=dict(Counter(writers.codes.values())))
     assert ok, (t.line(), node.logs())
 
 
