@@ -25,6 +25,7 @@ from tests.faults.conftest import RedisServer, env_for_subprocess
 PAUSE_SECONDS = 20
 
 
+@pytest.mark.service_only  # self-contained, but once per CI run is enough
 @pytest.mark.parametrize("socket_timeout, restarts", [("30", 0), ("0.5", 1)], ids=["consumer-timeout", "forced-ack-failure"])
 def test_consumer_resumes_by_itself_after_a_pause_with_an_ack_in_flight(tmp_path, socket_timeout, restarts, tally):
     redis = RedisServer(tmp_path / "redis").start()
