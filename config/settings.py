@@ -214,6 +214,17 @@ CELERY_VECTOR_QUEUE = env.str("CELERY_VECTOR_QUEUE", default="" if QDRANT_URL el
 CELERY_TASK_ROUTES = ("config.celery.route_task",)
 VECTOR_CONSUMER_IN_WEB = env.bool("VECTOR_CONSUMER_IN_WEB",
                                   default=bool(CELERY_VECTOR_QUEUE) and not CELERY_TASK_ALWAYS_EAGER)
+# That consumer's broker connection (config/vector_consumer.py): a consumer waits for a stalled broker
+# (0: no socket timeout) instead of failing an ack after BROKER_SOCKET_TIMEOUT, and kombu checks its
+# BRPOP connection every VECTOR_CONSUMER_HEALTH_CHECK_SECONDS. A consumer that holds work (messages in
+# its queue) but has consumed nothing for VECTOR_CONSUMER_STALL_SECONDS is reported degraded by /readyz
+# and restarted by its watchdog (config/consumer_watchdog.py).
+# /readyz answers within this many seconds whatever Redis does: a check that talks to Redis and has not
+# answered by then is reported "timeout" (config/health.py).
+READYZ_TIMEOUT_SECONDS = env.float("READYZ_TIMEOUT_SECONDS", default=1.0)
+VECTOR_CONSUMER_SOCKET_TIMEOUT = env.float("VECTOR_CONSUMER_SOCKET_TIMEOUT", default=30.0)
+VECTOR_CONSUMER_HEALTH_CHECK_SECONDS = env.int("VECTOR_CONSUMER_HEALTH_CHECK_SECONDS", default=10)
+VECTOR_CONSUMER_STALL_SECONDS = env.float("VECTOR_CONSUMER_STALL_SECONDS", default=30.0)
 
 # Write path: how many recent same-kind memories semantic dedup compares against (plus same-slot ones).
 SEMANTIC_DEDUP_WINDOW = env.int("SEMANTIC_DEDUP_WINDOW", default=500)
@@ -228,6 +239,11 @@ EXTRACTION_RESUME_AFTER_SECONDS = env.int("EXTRACTION_RESUME_AFTER_SECONDS", def
 # extraction sweep (with a broker: beat runs the rest, and recovery must not depend on beat), "off".
 MAINTENANCE_SCHEDULER = env.str("MAINTENANCE_SCHEDULER", default="all" if CELERY_TASK_ALWAYS_EAGER else "sweep")
 EXTRACTION_SWEEP_SECONDS = env.float("EXTRACTION_SWEEP_SECONDS", default=5.0)
+# The projection sweep (same thread, every mode but "off"): rows with projected_version < version last
+# written more than PROJECTION_RESUME_AFTER_SECONDS ago lost their task (a failed publish, a broker
+# restarted empty, a kill between commit and publish) and are queued again (run in place when eager).
+PROJECTION_SWEEP_SECONDS = env.float("PROJECTION_SWEEP_SECONDS", default=10.0)
+PROJECTION_RESUME_AFTER_SECONDS = env.int("PROJECTION_RESUME_AFTER_SECONDS", default=30)
 # The scheduler's scans (reconcile, expire, evict, purge, re-embed) first run this long after start-up.
 MAINTENANCE_START_DELAY_SECONDS = env.float("MAINTENANCE_START_DELAY_SECONDS", default=120.0)
 # With the scheduler on "all": re-embed into EMBEDDING_MODEL when it is not the live collection's model.

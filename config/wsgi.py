@@ -25,9 +25,13 @@ if os.environ.get("MEMORY_WARMUP", "1") != "0":
 # Single node with the embedded shard and a real broker: this process owns the shard, so it also
 # consumes the vector queue (config/vector_consumer.py). Off with eager Celery (`make run`) and with a
 # Qdrant server.
+# A watchdog restarts it when it holds work but stops consuming (config/consumer_watchdog.py).
 from config.vector_consumer import start_if_enabled  # noqa: E402
 
-start_if_enabled()
+if start_if_enabled():
+    from config.consumer_watchdog import start_watchdog
+
+    start_watchdog()
 
 # Maintenance in this process (memory/scheduler.py): every job on the embedded default, the
 # extraction sweep with a broker. One process per node (a file lock) runs it.

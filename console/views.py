@@ -159,7 +159,10 @@ def _maintenance_view() -> dict:
 def health_page(request):
     checks = {"database": health.run_check(health.check_database),
               f"cache ({health.cache_backend()[1]})": health.run_check(health.check_cache),
-              "vector index": health.run_check(health.check_vectors), "broker": health.run_check(health.check_broker)}
+              "vector index": health.run_check(health.check_vectors), "broker": health.run_check(health.check_broker),
+              # Single node: this process consumes the vector queue; "degraded" when it holds work and
+              # consumes nothing (config/consumer_watchdog.py).
+              "vector consumer": health.run_check(health.check_vector_consumer)}
     lag = health.run_check(health.check_projection_lag) if checks["database"]["status"] == "ok" else None
     org_filter = Org.objects.filter(id=request.GET["org"]).first() if request.GET.get("org", "").isdigit() else None
     page = _page(request, Org.objects.order_by("slug"))

@@ -19,6 +19,8 @@ from django.utils import timezone
 
 from memory.enqueue import (
     FORGET_REQUEST_EXECUTE,
+    MEMORIES_SYNC,
+    MEMORY_POINTS_DELETE,
     MESSAGES_EXTRACT,
     enqueue,
     tasks_eager,
@@ -44,6 +46,7 @@ __all__ = [
     "memories_sync_batch",
     "projections_rebuild",
     "projections_reconcile",
+    "projections_resume",
     "projections_reconcile_once",
     "reembed",
     "resume_age_seconds",
@@ -107,3 +110,54 @@ def extraction_resume(*, older_than_seconds: int | None = None, skip: set[int] |
     if messages or requests:
         logger.info("extraction resume: queued messages=%d forget_requests=%d", messages, requests)
     return messages + requests
+
+
+PROJECTION_CHUNK = 200
+
+
+def projections_resume(*, older_than_seconds: int | None = None,
+                       memo: dict[tuple[int, int], float] | None = None) -> dict[str, int]:
+    """Queue again the projections a lost task left undone (issue 42): every row with
+    ``projected_version < version`` written more than ``older_than_seconds`` ago
+    (PROJECTION_RESUME_AFTER_SECONDS by default). Active rows go to ``memories_sync`` in chunks, with
+    ``lagging_only`` (a row whose own task got there first is skipped, not upserted again); rows no
+    longer active to ``memory_points_delete`` (their points leave every collection). Both are
+    idempotent, so a row still waiting in the queue costs one cheap duplicate. With eager tasks they
+    run here. A chunk the broker does not take stays lagging for the next sweep.
+
+    ``memo`` ((id, version) -> when queued; (id, 0) for a row no longer active): what the caller
+    queued recently is skipped, and what this call queues is added."""
+    import time
+
+    from django.conf import settings
+
+    from memory.selectors.maintenance import pending_projection
+
+    if older_than_seconds is None:
+        older_than_seconds = settings.PROJECTION_RESUME_AFTER_SECONDS
+    memo = {} if memo is None else memo
+    active, gone = pending_projection(older_than_seconds=older_than_seconds)
+    work = [(MEMORIES_SYNC, [pair for pair in active if pair not in memo]),
+            (MEMORY_POINTS_DELETE, [(memory_id, 0) for memory_id in gone if (memory_id, 0) not in memo])]
+    counts = {"synced": 0, "deleted": 0, "not_queued": 0}
+    for name, keys in work:
+        for start in range(0, len(keys), PROJECTION_CHUNK):
+            chunk = keys[start : start + PROJECTION_CHUNK]
+            if name == MEMORIES_SYNC:
+                queued = _enqueue_logged(name, [list(pair) for pair in chunk], True)
+            else:
+                queued = _enqueue_logged(name, [memory_id for memory_id, _ in chunk])
+            counts[("synced" if name == MEMORIES_SYNC else "deleted") if queued else "not_queued"] += len(chunk)
+            if queued:
+                memo.update(dict.fromkeys(chunk, time.monotonic()))
+    if any(counts.values()):
+        logger.info("projection resume: %s", counts)
+    return counts
+
+
+def _enqueue_logged(name: str, *args) -> bool:
+    try:
+        return enqueue(name, *args)
+    except Exception:  # with eager tasks a bug in one chunk must not stop the others' recovery
+        logger.exception("projection resume: a chunk of %s failed, left lagging", name)
+        return False

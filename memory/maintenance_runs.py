@@ -20,7 +20,8 @@ logger = logging.getLogger(__name__)
 __all__ = ["JOB_NAMES", "maintenance_run", "maintenance_runs"]
 
 # Every job that records its runs, in display order.
-JOB_NAMES = ("extraction_resume", "projections_reconcile", "memories_expire", "memories_evict", "sqlite_analyze", "reembed")
+JOB_NAMES = ("extraction_resume", "projections_resume", "projections_reconcile", "memories_expire", "memories_evict",
+             "sqlite_analyze", "reembed")
 RECORD_TTL_SECONDS = 7 * 24 * 3600
 _local: dict[str, dict] = {}  # this process's own runs, shown even when the cache is unreachable
 

@@ -3,8 +3,8 @@
 The embedded default (`make run`) has no beat and no worker: without this thread nothing would ever
 resume a lost extraction, expire task memories, evict above capacity, reconcile projections or
 re-embed after a model change. With a broker, beat runs those jobs, but recovery of pending
-extraction must not depend on beat (nor wait 10 minutes): the thread then runs the extraction sweep
-only (``MAINTENANCE_SCHEDULER``: all | sweep | off).
+extraction and projections must not depend on beat (nor wait 10 minutes): the thread then runs the
+extraction and projection sweeps only (``MAINTENANCE_SCHEDULER``: all | sweep | off).
 
 Exactly one process per node runs it: the thread starts only in the process that takes an exclusive
 lock on ``VAR_DIR/maintenance-scheduler.lock`` (the shard-owning web process; a second gunicorn, a
@@ -68,6 +68,22 @@ def _extraction_sweep() -> int:
     return queued
 
 
+_projections_queued: dict[tuple[int, int], float] = {}  # (memory id, version) -> when the sweep queued it
+
+
+def _projection_sweep() -> dict:
+    """Projections heal without beat (issue 42): what lost its task is queued again once the broker
+    answers (run in place with eager tasks). The same (row, version) is not queued again sooner than
+    REQUEUE_AFTER_SECONDS, so a backlog in the vector queue is not multiplied."""
+    from memory.maintenance import projections_resume
+
+    now = time.monotonic()
+    for key, at in list(_projections_queued.items()):
+        if now - at > REQUEUE_AFTER_SECONDS:
+            del _projections_queued[key]
+    return projections_resume(memo=_projections_queued)
+
+
 def _reconcile() -> dict:
     from memory import maintenance
 
@@ -121,7 +137,8 @@ def _start_delay() -> float:
 def _jobs(mode: str) -> list[Job]:
     from django.conf import settings
 
-    jobs = [Job("extraction_resume", settings.EXTRACTION_SWEEP_SECONDS, _extraction_sweep)]
+    jobs = [Job("extraction_resume", settings.EXTRACTION_SWEEP_SECONDS, _extraction_sweep),
+            Job("projections_resume", settings.PROJECTION_SWEEP_SECONDS, _projection_sweep)]
     if mode == "all":  # the intervals of memory/beat.py
         jobs += [Job("projections_reconcile", 300, _reconcile), Job("memories_expire", 600, _expire),
                  Job("memories_evict", 3600, _evict), Job("idempotency_purge", 3600, _purge_idempotency),
@@ -145,7 +162,7 @@ def _loop(jobs: list[Job]) -> None:
     # row: ~8 s of CPU at 100k memories, on the process that serves recall) wait until start-up is over.
     delay = _start_delay()
     for job in jobs:
-        if job.name != "extraction_resume":
+        if job.name not in ("extraction_resume", "projections_resume"):
             job.next_at = time.monotonic() + delay
     while not _stop.is_set():
         now = time.monotonic()

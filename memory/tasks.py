@@ -47,11 +47,13 @@ def memory_sync(memory_id: int, version: int, collection: str | None = None) -> 
 
 @shared_task(base=VectorTask, acks_late=True, autoretry_for=(VectorIndexUnavailable, ConnectionError),
              retry_backoff=True, retry_backoff_max=60, max_retries=10)
-def memories_sync(pairs: list[list[int]]) -> dict:
-    """memory_sync of several [memory id, version] pairs in one pass (a batch of writes)."""
+def memories_sync(pairs: list[list[int]], lagging_only: bool = False) -> dict:
+    """memory_sync of several [memory id, version] pairs in one pass (a batch of writes). lagging_only
+    (the projection sweep's re-queues; optional: queued messages outlive deploys): rows already
+    projected at that version are skipped."""
     from memory import projections
 
-    return projections.memories_sync(pairs=[(int(m), int(v)) for m, v in pairs])
+    return projections.memories_sync(pairs=[(int(m), int(v)) for m, v in pairs], lagging_only=lagging_only)
 
 
 @shared_task(base=VectorTask, acks_late=True, autoretry_for=(VectorIndexUnavailable, ConnectionError),

@@ -15,7 +15,7 @@ APP_LAYERS = [
     ("entities",),
     ("conversations",),
     ("memory",),
-    ("config.celery", "config.vector_consumer", "config.health", "config.metrics"),
+    ("config.celery", "config.vector_consumer", "config.consumer_watchdog", "config.health", "config.metrics"),
     ("console",),
     ("evaluation",),
     ("config", "config.urls", "config.wsgi", "config.asgi"),

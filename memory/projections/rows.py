@@ -89,11 +89,12 @@ def memory_sync(*, memory_id: int, version: int, collection_name: str | None = N
     return "upserted"
 
 
-def memories_sync(*, pairs: list[tuple[int, int]]) -> dict[str, int]:
+def memories_sync(*, pairs: list[tuple[int, int]], lagging_only: bool = False) -> dict[str, int]:
     """``memory_sync`` of several (memory id, version) pairs on the live collection in one pass: one
     read of the rows, their stored vectors and entity links, one upsert, one mark per version. A
     pair that is not the plain case (row gone or no longer active, no stored vector of its version)
-    goes through ``memory_sync`` on its own. Returns counts by outcome."""
+    goes through ``memory_sync`` on its own. ``lagging_only``: a row already projected at its version
+    (``projected_version >= version``: its own task got there first) is skipped. Returns counts by outcome."""
     want: dict[int, int] = {}
     for memory_id, version in pairs:
         want[memory_id] = max(version, want.get(memory_id, 0))
@@ -108,7 +109,9 @@ def memories_sync(*, pairs: list[tuple[int, int]]) -> dict[str, int]:
     plain = {}
     for memory_id, version in want.items():
         memory = memories.get(memory_id)
-        if memory is not None and memory.status == MemoryStatus.ACTIVE and memory.version != version:
+        if lagging_only and memory is not None and memory.projected_version >= memory.version:
+            count("skipped")
+        elif memory is not None and memory.status == MemoryStatus.ACTIVE and memory.version != version:
             count("skipped")  # a newer write has queued its own task
         elif memory is not None and memory.status == MemoryStatus.ACTIVE:
             plain[memory_id] = memory

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from conversations.models import Message
 
-__all__ = ["EXTRACTABLE_ROLES", "backlog_counts", "extraction_pending", "pending_extraction"]
+__all__ = ["EXTRACTABLE_ROLES", "backlog_counts", "extraction_pending", "pending_extraction", "pending_projection"]
 
 EXTRACTABLE_ROLES = {"user", "assistant"}  # what extraction reads; tool and system turns are not the user's
 
@@ -28,6 +28,26 @@ def pending_extraction(*, older_than_seconds: int = 60) -> list[int]:
     cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
     return list(Message.objects.filter(extracted_at__isnull=True, created_at__lt=cutoff, role__in=EXTRACTABLE_ROLES)
                 .values_list("id", flat=True)[:1000])
+
+
+def pending_projection(*, older_than_seconds: int = 30, limit: int = 2000) -> tuple[list[tuple[int, int]], list[int]]:
+    """Rows whose projection never landed (a publish that failed, a task lost with the broker's queue,
+    a process killed between commit and publish): ``projected_version < version`` is the durable
+    marker, written in the row's own transaction with every new version. Returns (active rows as
+    (id, version), ids of rows no longer active whose points must go), those last written more than
+    ``older_than_seconds`` ago; younger ones are left to their own task. Read by the projection
+    sweep (memory/scheduler.py)."""
+    from django.db.models import F
+
+    from memory.choices import MemoryStatus
+    from memory.models import Memory
+
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    rows = (Memory.objects.filter(projected_version__lt=F("version"), updated_at__lt=cutoff).order_by("id")
+            .values_list("id", "version", "status")[:limit])
+    active = [(memory_id, version) for memory_id, version, status in rows if status == MemoryStatus.ACTIVE]
+    gone = [memory_id for memory_id, _, status in rows if status != MemoryStatus.ACTIVE]
+    return active, gone
 
 
 def backlog_counts() -> dict[str, int]:
