@@ -9,8 +9,30 @@ from tenancy.services import api_key_create, org_get_or_create
 SERVICE_PROFILE = settings.DATABASES["default"]["ENGINE"].endswith("mysql")
 
 
+# The write path's tests (extraction, dedup and supersede, projections, forgetting, conflicts). In the
+# service profile their tasks go through the Redis broker to a real Celery worker (tests/celery_worker.py);
+# in the embedded profile they run eagerly, as the embedded default does.
+WRITE_PATH = (
+    "tests/memory/extraction/test_llm_subject.py",
+    "tests/memory/test_batch_extraction.py",
+    "tests/memory/test_write_flow.py",
+    "tests/memory/test_dedup_thresholds.py",
+    "tests/memory/test_subject_supersede.py",
+    "tests/memory/test_subject_delivery.py",
+    "tests/memory/test_episode_lineage.py",
+    "tests/memory/test_forget.py",
+    "tests/memory/test_forget_echoes.py",
+    "tests/memory/test_lifecycle.py",
+    "tests/memory/test_conflicts.py",
+    "tests/memory/api/test_conflicts.py",
+    "tests/memory/api/test_memories.py",
+)
+_worker_runs: dict[str, int] = {}  # test id -> tasks the real worker ran for it (service profile)
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "worker: runs a real Celery worker on the configured broker")
+    config.addinivalue_line("markers", "write_path_worker: the service profile runs this test's tasks on a real worker")
     config.addinivalue_line("markers", "service_only: needs the service profile (MariaDB/Redis)")
     config.addinivalue_line("markers", "browser: drives the console in Chromium")
 
@@ -20,6 +42,19 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "service_only" in item.keywords and not SERVICE_PROFILE:
             item.add_marker(skip)
+        db = item.get_closest_marker("django_db")
+        if SERVICE_PROFILE and db is not None and "worker" not in item.keywords \
+                and item.nodeid.split("::")[0].startswith(WRITE_PATH):
+            # The worker sees committed rows only: a transactional test (this marker is the closest one).
+            item.add_marker(pytest.mark.django_db(*db.args, **{**db.kwargs, "transaction": True}), append=False)
+            item.add_marker(pytest.mark.write_path_worker)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _worker_runs:
+        ran = sum(1 for n in _worker_runs.values() if n)
+        terminalreporter.write_line(f"real Celery worker: {len(_worker_runs)} write-path tests on the broker, "
+                                    f"{ran} of them ran tasks on the worker ({sum(_worker_runs.values())} tasks)")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -36,13 +71,28 @@ def _isolated_var(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def _eager_celery(request):
-    """Tasks run inline unless a test asks for a real worker (`@pytest.mark.worker`)."""
+    """Tasks run inline unless a test asks for a real worker (`@pytest.mark.worker`) or is a write-path
+    test in the service profile (`write_path_worker`), whose publishes wait for the worker."""
     from config.celery import app
 
     old = app.conf.task_always_eager
-    app.conf.task_always_eager = "worker" not in request.keywords
+    real = "write_path_worker" in request.keywords
+    app.conf.task_always_eager = not real and "worker" not in request.keywords
+    ledger = None
+    if real:
+        from tests.celery_worker import TaskLedger
+
+        request.getfixturevalue("celery_worker_session")
+        ledger = TaskLedger()
+        ledger.connect()
     yield
+    if ledger is not None:
+        ledger.wait()  # nothing of this test may run into the next test's flush
+        ledger.disconnect()
+        _worker_runs[request.node.nodeid] = len(ledger.ran)
     app.conf.task_always_eager = old
+    if ledger is not None and ledger.problems():
+        pytest.fail("\n".join(ledger.problems()), pytrace=False)
 
 
 @pytest.fixture(autouse=True)

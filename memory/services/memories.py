@@ -6,7 +6,7 @@ user are serialised by locking that user's MemoryWriteLock row, so two workers e
 fact at once never both ADD; the unique index on active_hash is the backstop.
 """
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import numpy as np
@@ -15,6 +15,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from conversations.models import Message
 from conversations.textutil import content_hash
 from memory.choices import MemoryAssertion, MemoryKind, MemoryStatus
 from memory.enqueue import generation_bump_after_commit, sync_after_commit
@@ -290,7 +291,20 @@ def memory_restated(inp: MemoryInput) -> Memory | None:
     return existing
 
 
+def sources_with_message_refs(sources: list[SourceRef]) -> list[SourceRef]:
+    """A source named by message id carries that message's external ref, as a memory extracted from
+    the message does: callers ask for sources by the ref they gave the message (`ref` in every
+    response that lists sources). A ref given with the source is kept: the caller named it."""
+    missing = {s.message_id for s in sources if s.message_id and not s.external_ref}
+    if not missing:
+        return sources
+    refs = dict(Message.objects.filter(id__in=missing).values_list("id", "external_ref"))
+    return [replace(s, external_ref=refs.get(s.message_id)) if s.message_id in missing else s for s in sources]
+
+
 def memory_create(inp: MemoryInput) -> WriteOutcome:
+    """An explicit write (REST, console): its sources may be given by message id alone."""
+    inp.sources = sources_with_message_refs(inp.sources)
     return memory_write(inp, dedup=True)
 
 

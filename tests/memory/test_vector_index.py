@@ -233,7 +233,7 @@ def test_dead_server_raises_unavailable_quickly():
                 call()
     finally:
         index.close()
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 10  # liveness: five refused calls, no retry loop waiting on a dead server
 
 
 def test_edge_data_survives_close_and_reopen(tmp_path):

@@ -739,17 +739,35 @@ def test_memory_list_hides_memories_linked_to_a_revoked_entity(org):
 
 @pytest.mark.django_db
 def test_recall_hides_merged_memory_when_one_source_is_revoked(org):
+    """The same statement in two conversations is one memory with two sources (the restatement is merged
+    into it); revoking either conversation hides it, while what only the other conversation said stays."""
     api = make_client(org, "u1")
     first = _ok(api.post("/api/v1/conversations", {"title": "one"}, format="json"))
     second = _ok(api.post("/api/v1/conversations", {"title": "two"}, format="json"))
-    _ok(api.post(f"/api/v1/conversations/{first['id']}/messages",
-                 {"role": "user", "content": "我喜欢zqaaaaaaaaaa风格的报告。"}, format="json"))
+    statement = "我喜欢zqmergedtxt风格的报告。"
+    for conv in (first, second):
+        _ok(api.post(f"/api/v1/conversations/{conv['id']}/messages", {"role": "user", "content": statement},
+                     format="json"))
     _ok(api.post(f"/api/v1/conversations/{second['id']}/messages",
-                 {"role": "user", "content": "我喜欢zqbbbbbbbbbb风格的报告。"}, format="json"))
+                 {"role": "user", "content": "我们农场有一台zqcontroltxt牌拖拉机。"}, format="json"))
+
+    def standing(query):
+        items = _ok(api.post("/api/v1/recall", {"query": query}, format="json"))["items"]
+        return [i for i in items if i["kind"] != "episode"]
+
+    # The state the name promises: one memory, merged from both conversations, recalled.
+    [merged] = [i for i in standing("我喜欢什么风格的报告") if "zqmergedtxt" in i["content"]]
+    assert {s["conversation_id"] for s in merged["sources"]} == {first["id"], second["id"]}, merged
+    assert [m["id"] for m in _ok(api.get("/api/v1/memories"))["results"] if "zqmergedtxt" in m["content"]] == [merged["id"]]
+
     _ok(api.post(f"/api/v1/conversations/{first['id']}/access/revoke", {"user": "u1"}, format="json"), 204)
-    items = _ok(api.post("/api/v1/recall", {"query": "我喜欢什么风格的报告"}, format="json"))["items"]
-    assert not [i for i in items if "zqaaaaaaaaaa" in i["content"]], items
+    items = _ok(api.post("/api/v1/recall", {"query": "我喜欢什么风格的报告", "include_episodes": True}, format="json"))["items"]
+    # The merged memory is gone; the second conversation's own message may still be quoted as an episode.
+    assert not [i for i in items if "zqmergedtxt" in i["content"] and i["kind"] != "episode"], items
     assert all(s["conversation_id"] != first["id"] for i in items for s in i["sources"]), items
+    assert api.get(f"/api/v1/memories/{merged['id']}").status_code == 404
+    # Positive control: what only the still-readable conversation said is recalled as before.
+    assert [i for i in standing("zqcontroltxt 拖拉机") if "zqcontroltxt" in i["content"]]
 
 
 @pytest.mark.django_db
@@ -767,6 +785,10 @@ def test_entity_with_a_slash_in_its_id_can_be_revoked(org):
     api = make_client(org, "u1")
     _ok(api.post("/api/v1/entities", {"type": "workorder", "external_id": "WO/2024/7", "name": "工单七"},
                  format="json"))
-    response = api.post(f"/api/v1/entities/workorder/{quote('WO/2024/7', safe='')}/access/revoke", {"user": "u2"},
-                        format="json")
+    path = f"/api/v1/entities/workorder/{quote('WO/2024/7', safe='')}"
+    other = make_client(org, "u2")
+    assert other.get(path).status_code == 200  # no grants: every user of the org may read it
+    response = api.post(f"{path}/access/revoke", {"user": "u2"}, format="json")
     assert response.status_code == 204, (response.status_code, response["Content-Type"])
+    assert other.get(path).status_code == 404  # u2 has lost it
+    assert api.get(path).status_code == 200  # and only u2

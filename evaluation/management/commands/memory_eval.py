@@ -7,6 +7,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
+from evaluation.gates import FLAG_GATES, Gate, gate_failures, gate_parse
 from evaluation.metrics import compute, source_scores
 from evaluation.runner import CaseRunner, load_cases, new_run_id
 from evaluation.schema import ScenarioFormatError
@@ -30,8 +31,19 @@ class Command(BaseCommand):
         parser.add_argument("--in-place", action="store_true",
                             help="Use the configured database and vector index instead of throwaway ones.")
         parser.add_argument("--quiet", action="store_true", help="Only the summary table.")
+        # Quality gates (evaluation/gates.py): below any of them the command exits non-zero after its report.
+        parser.add_argument("--min-pass", type=float, default=None, help="Fail below this probe_pass_rate.")
+        parser.add_argument("--min-hit", type=float, default=None, help="Fail below this expect_hit_rate.")
+        parser.add_argument("--max-stale", type=float, default=None, help="Fail above this stale_injection_rate.")
+        parser.add_argument("--max-erasure", type=float, default=None, help="Fail above this erasure_violation_rate.")
+        parser.add_argument("--min-entity", type=float, default=None, help="Fail below this entity_accuracy.")
+        parser.add_argument("--min-source-recall", type=float, default=None, help="Fail below this source_recall@k.")
+        parser.add_argument("--gate", action="append", default=[], metavar="METRIC>=N|METRIC<=N",
+                            help="Fail unless this bound on any report metric holds (repeatable), "
+                                 "e.g. --gate 'source_recall@10>=0.6'.")
 
-    def handle(self, *args, file: str, k, baseline, json_out, case_id, source_ks, in_place, quiet, **options):
+    def handle(self, *args, file: str, k, baseline, json_out, case_id, source_ks, in_place, quiet, gate, **options):
+        gates = self._gates(gate, options)
         path = Path(file)
         if not path.exists():
             raise CommandError(f"no such file: {file}")
@@ -60,6 +72,20 @@ class Command(BaseCommand):
         if json_out:
             Path(json_out).write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
             self.stdout.write(f"JSON report: {json_out}")
+        failures = gate_failures(report, gates)
+        if failures:
+            raise CommandError(f"{path.name}: quality gate failed: " + "; ".join(failures))
+        if gates:
+            self.stdout.write(f"quality gates held: {', '.join(str(g) for g in gates)}")
+
+    @staticmethod
+    def _gates(texts: list[str], options: dict) -> list[Gate]:
+        gates = [Gate(metric, op, options[flag]) for flag, (metric, op) in FLAG_GATES.items()
+                 if options.get(flag) is not None]
+        try:
+            return gates + [gate_parse(text) for text in texts]
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
 
     @staticmethod
     def _probe_json(probe, ks) -> dict:

@@ -82,12 +82,50 @@ def test_recall_returns_sources_and_score_parts(api):
     assert body["degraded"] is False
     top = body["items"][0]
     assert "Nanjing" in top["content"]
-    assert {s["ref"] for s in top["sources"]} >= {"X1:1", "ticket-9"} or {s["ref"] for s in top["sources"]} >= {"ticket-9"}
+    # The source given by message id carries the message's external ref, as an extracted memory's does.
+    assert {(s["message_id"], s["ref"]) for s in top["sources"]} == {(message["id"], "X1:1"), (None, "ticket-9")}
     assert set(top["score_parts"]) >= {"semantic", "keyword", "recency", "importance", "frequency"}
 
 
+def test_a_source_given_by_message_id_carries_the_messages_ref_in_every_surface(api, org):
+    """REST (history, recall), MCP recall_memory and the Mem0 history all list it."""
+    import json
+
+    from rest_framework.test import APIClient
+
+    from tenancy.models import SCOPE_MEM0_COMPAT
+    from tenancy.services import api_key_create
+
+    conv = create_conversation(api)
+    message = api.post(f"/api/v1/conversations/{conv['id']}/messages",
+                       {"role": "user", "content": "hello", "external_ref": "X1:7"}, format="json").json()
+    written = create_memory(api, kind="fact", content="The zqdryer grain dryer came from Nanjing",
+                            sources=[{"message_id": message["id"]}])["memory"]
+    expected = [{"message_id": message["id"], "conversation_id": conv["id"], "ref": "X1:7"}]
+    assert api.get(f"/api/v1/memories/{written['id']}/history").json()["versions"][0]["sources"] == expected
+    recalled = api.post("/api/v1/recall", {"query": "zqdryer grain dryer"}, format="json").json()["items"]
+    assert [(i["id"], i["sources"]) for i in recalled if i["kind"] != "episode"] == [(written["id"], expected)]
+
+    mcp = api.post("/mcp", json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "recall_memory", "arguments": {"query": "zqdryer grain dryer"}}}), content_type="application/json",
+        HTTP_ACCEPT="application/json, text/event-stream", HTTP_MCP_PROTOCOL_VERSION="2025-06-18")
+    items = mcp.json()["result"]["structuredContent"]["items"]
+    assert [(i["id"], i["sources"]) for i in items if i["kind"] != "episode"] == [(written["id"], expected)]
+
+    mem0 = APIClient()
+    mem0.credentials(HTTP_AUTHORIZATION=f"Token {api_key_create(org=org, name='mem0', scopes=[SCOPE_MEM0_COMPAT])[1]}")
+    history = mem0.get(f"/v1/memories/{written['id']}/history/")
+    assert history.status_code == 200, history.content
+    assert [entry["sources"] for entry in history.json()] == [expected]
+
+
 def test_recall_never_crosses_users_or_orgs(api, api_u2, api_other_org):
-    create_memory(api, kind="fact", content="我平时用 MySQL 做报表数据库")
+    memory = create_memory(api, kind="fact", content="我平时用 MySQL 做报表数据库")["memory"]
+    # Positive control: the owner recalls and lists it with the same query, so the empty answers
+    # below come from the isolation, not from a recall that finds nothing.
+    owned = api.post("/api/v1/recall", {"query": "报表数据库用什么"}, format="json").json()["items"]
+    assert memory["id"] in [i["id"] for i in owned]
+    assert [m["id"] for m in api.get("/api/v1/memories").json()["results"]] == [memory["id"]]
     for other in (api_u2, api_other_org):
         items = other.post("/api/v1/recall", {"query": "报表数据库用什么"}, format="json").json()["items"]
         assert items == []

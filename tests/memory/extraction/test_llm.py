@@ -196,13 +196,13 @@ def test_assistant_turn_can_only_yield_suggestions(stub, caplog):
 
 
 def test_timeout_falls_back_without_retry(stub, caplog):
-    stub.slow(3.0)
+    stub.slow(30.0)  # answers only after 30 s (or when the stub stops)
     inp = user_input()
 
     started = time.monotonic()
     result = make(stub, timeout=0.3).extract(inp)
 
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 10  # liveness: the client's timeout ended the call, not the stub's answer
     _assert_fell_back(result, inp, caplog, "reason=timeout")
     assert len(stub.requests) == 1  # a slow model is not asked twice
 
