@@ -14,6 +14,7 @@ from memory.thresholds import thresholds_for
 from memory.vectors import active_embedder, similarity
 from tests.conversations.api_helpers import create_conversation
 from tests.memory.test_mcp import request, rpc
+from tests.memory.test_mem0 import compat_key
 
 pytestmark = pytest.mark.django_db
 MARCH, APRIL = "2026-03-01T09:00:00+08:00", "2026-04-01T09:00:00+08:00"
@@ -174,3 +175,23 @@ def test_context_puts_history_with_the_dated_past_messages(api):
     assert "华信" not in sections["memories"]["text"]
     assert older["id"] not in sections["memories"]["included"]
     assert newer["id"] in sections["memories"]["included"]
+
+
+# --------------------------------------------------------------------------- the Mem0 surface, with the real client
+
+@pytest.fixture
+def mem0_client(live_server, org, tmp_path, monkeypatch):
+    from mem0 import MemoryClient  # tests.memory.test_mem0 set MEM0_TELEMETRY off on import
+
+    monkeypatch.setenv("MEM0_DIR", str(tmp_path / "mem0"))
+    client = MemoryClient(api_key=compat_key(org), host=live_server.url)
+    yield client
+    client.client.close()  # before the live server stops (see tests/memory/test_mem0.py `connect`)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_mem0_search_passes_as_through_the_real_client(mem0_client, api):
+    older, newer = supplier_changed(api)
+    found = mem0_client.search("配件供应商是哪家", filters={"user_id": "u1"})
+    marks = {r["id"]: r["as"] for r in found["results"]}
+    assert marks[str(older["id"])] == "history" and marks[str(newer["id"])] == "current"
