@@ -13,6 +13,7 @@ A history item moves to just below the best-ranked item that makes it history, a
 """
 from __future__ import annotations
 
+import numpy as np
 from django.conf import settings
 
 from memory.choices import STANDING_KINDS, MemoryAssertion, MemoryKind
@@ -42,6 +43,11 @@ def _said(item, lineage: dict[int, Lineage]) -> Said | None:
     return Said(content=memory.content, kind=memory.kind, scope=memory.scope, user_stated=user_stated)
 
 
+def _vector(kept: dict, memory_id: int):
+    candidate = kept.get(memory_id)
+    return None if candidate is None else candidate.vector
+
+
 def history_apply(items: list, kept: dict, lineage: dict[int, Lineage], embedder, *, explain: bool,
                   stages: list | None = None, flagged: set[tuple[int, int]] = frozenset()) -> list:
     """Mark and move the history items of `items` (ranked, best first); returns the new order.
@@ -53,24 +59,31 @@ def history_apply(items: list, kept: dict, lineage: dict[int, Lineage], embedder
     floor = min(float(conf["alike"]), float(conf["close"]))
     said = {item.memory.id: _said(item, lineage) for item in items}
     found: dict[int, tuple[int, object]] = {}  # older id -> (newer id, verdict)
-    for older in items:
-        o = older.memory
-        a = said[o.id]
-        if a is None or o.kind not in STANDING_KINDS or kept.get(o.id) is None or kept[o.id].vector is None:
+    olders = [item.memory for item in items if said[item.memory.id] is not None
+              and item.memory.kind in STANDING_KINDS and _vector(kept, item.memory.id) is not None]
+    if not olders:
+        return items
+    stored = np.vstack([kept[o.id].vector for o in olders])
+    for newer in items:  # best-ranked first: the first that replaces an older is the one it is shown below
+        n, b, c = newer.memory, said[newer.memory.id], kept.get(newer.memory.id)
+        if b is None or c is None or c.vector is None or not n.created_at:
             continue
-        for newer in items:  # best-ranked first: the first that replaces it is the one it is shown below
-            n = newer.memory
-            b = said[n.id]
-            if (b is None or n.id == o.id or not (n.created_at and o.created_at and n.created_at > o.created_at)
-                    or not can_replace(a, b)):
+        # One product per newer for every older (the cosine the read path uses: the multilingual half
+        # alone where Chinese is involved, both halves mixed otherwise).
+        cosines = {True: None, False: None}
+        for i, o in enumerate(olders):
+            if o.id in found or o.id == n.id or not (o.created_at and n.created_at > o.created_at):
+                continue
+            a = said[o.id]
+            if not can_replace(a, b):
                 continue
             line = lineage.get(n.id)
             if line is not None and line.state == "live" and o.id in line.refs:
                 continue  # the user said the older again: a restatement, not a change
-            c = kept.get(n.id)
-            if c is None or c.vector is None:
-                continue
-            cosine = float(similarity(embedder, c.vector, kept[o.id].vector, cjk=c.cjk or kept[o.id].cjk)[0])
+            cjk = c.cjk or kept[o.id].cjk
+            if cosines[cjk] is None:
+                cosines[cjk] = similarity(embedder, c.vector, stored, cjk=cjk)
+            cosine = float(cosines[cjk][i])
             conflict = (o.id, n.id) in flagged
             if cosine < floor and not conflict:
                 continue  # cheap before the texts are parsed: no threshold can be met
@@ -78,7 +91,6 @@ def history_apply(items: list, kept: dict, lineage: dict[int, Lineage], embedder
                                        alike=float(conf["alike"]), close=float(conf["close"]), conflict=conflict)
             if verdict.history:
                 found[o.id] = (n.id, verdict)
-                break
     if not found:
         return items
     for item in items:
