@@ -18,7 +18,7 @@ from django.conf import settings
 
 from memory.choices import STANDING_KINDS, MemoryAssertion, MemoryKind
 from memory.selectors.episode_lineage import Lineage
-from memory.subjects.current import Said, can_replace, newer_is_current
+from memory.subjects.current import Said, can_replace, may_say_change, newer_is_current
 from memory.thresholds import thresholds_for
 from memory.vectors import similarity
 
@@ -66,8 +66,8 @@ def history_apply(items: list, kept: dict, lineage: dict[int, Lineage], embedder
     stored = np.vstack([kept[o.id].vector for o in olders])
     for newer in items:  # best-ranked first: the first that replaces an older is the one it is shown below
         n, b, c = newer.memory, said[newer.memory.id], kept.get(newer.memory.id)
-        if b is None or c is None or c.vector is None or not n.created_at:
-            continue
+        if b is None or c is None or c.vector is None or not n.created_at or not may_say_change(n.content):
+            continue  # the rule needs a change said: most items are passed over before any parse
         # One product per newer for every older (the cosine the read path uses: the multilingual half
         # alone where Chinese is involved, both halves mixed otherwise).
         cosines = {True: None, False: None}

@@ -1,6 +1,7 @@
 """Current and history at read time (DESIGN §6): the same-subject rule (memory/subjects/current.py),
 its use in recall (memory/selectors/current_state.py), and where history goes in REST, MCP and context."""
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -9,7 +10,8 @@ from django.conf import settings
 from conversations.textutil import cjk_ratio
 from memory.models import Memory
 from memory.selectors.current_state import _below_current, history_window
-from memory.subjects.current import Said, newer_is_current
+from memory.subjects.current import Said, may_say_change, newer_is_current
+from memory.subjects.parts import parse
 from memory.thresholds import thresholds_for
 from memory.vectors import active_embedder, similarity
 from tests.conversations.api_helpers import create_conversation
@@ -71,6 +73,19 @@ def test_kinds_and_scopes_that_never_replace(older_kind, newer_kind, newer_scope
     found = verdict("我们的配件供应商是华信。", "配件供应商改成大陆了。", older_kind=older_kind, newer_kind=newer_kind,
                     newer_scope=newer_scope, user_stated=user_stated)
     assert not found.history and found.reason == "kinds or scopes never replace"
+
+
+def test_the_cheap_change_test_never_skips_what_the_parser_would_read_as_a_change():
+    # The substring test runs before any parse: it may let through too much, never too little.
+    root = Path(__file__).resolve().parents[2] / "evaluation"
+    texts = {json.loads(line)["newer"]["content"] for line in (root / "pairs" / "pairs.jsonl").open(encoding="utf-8")}
+    for path in (root / "data").glob("changes-*.jsonl"):
+        if path.stem != "changes-report3":  # held out
+            texts |= {json.loads(line)["newer"] for line in path.open(encoding="utf-8")}
+    said = [t for t in texts if parse(t).cue or parse(t).old_values]
+    assert len(said) > 100
+    assert [t for t in said if not may_say_change(t)] == []
+    assert not may_say_change("我们农场在黑龙江齐齐哈尔。") and not may_say_change("My doctor is Dr. Wang.")
 
 
 def test_history_moves_below_the_item_that_replaces_it_and_chains_keep_their_order():
