@@ -20,7 +20,9 @@ In process, each pair is read by the rule extractor and the newer's first standi
 against the older's (memory/subjects): supersede, possible conflict (both kept, the newer first),
 coexist, or one side not extracted. Over HTTP each pair gets a fresh user: the two messages, then a
 recall of the question; "current first" = the first item naming the new value ranks first, "old still
-stated" = a memory still states the old value (or the old message's episode ranks above the new value).
+stated" = a memory still states the old value as current (an episode, or an item the service marks
+`"as": "history"`, counts only when it ranks above the new value). Other-attribute pairs over HTTP are
+recalled with the older statement as the query: an older one marked as history there is a false one.
 """
 from __future__ import annotations
 
@@ -122,12 +124,13 @@ def _extracted(base: str, timeout: float = 60.0) -> None:
     raise SystemExit("extraction did not catch up within 60 s")
 
 
-def http_pairs(rows: list[dict], base: str, key: str) -> list[tuple[bool, bool]]:
+def _replay(rows: list[dict], base: str, key: str, name: str) -> list[str]:
+    """Each pair for a fresh user: the older message, then (a month later) the newer one."""
     tag = uuid.uuid4().hex[:8]
     users = []
     for i, row in enumerate(rows):
-        user = f"changes-{tag}-{i}"
-        conv = _call(base, key, user, "POST", "/api/v1/conversations", {"external_id": f"changes-{tag}-{i}"})
+        user = f"{name}-{tag}-{i}"
+        conv = _call(base, key, user, "POST", "/api/v1/conversations", {"external_id": f"{name}-{tag}-{i}"})
         _call(base, key, user, "POST", f"/api/v1/conversations/{conv['id']}/messages",
               {"role": "user", "content": row["older"], "occurred_at": "2026-03-01T09:00:00+08:00"})
         _extracted(base)
@@ -135,14 +138,35 @@ def http_pairs(rows: list[dict], base: str, key: str) -> list[tuple[bool, bool]]
               {"role": "user", "content": row["newer"], "occurred_at": "2026-04-01T09:00:00+08:00"})
         users.append(user)
     _extracted(base)
+    return users
+
+
+def http_pairs(rows: list[dict], base: str, key: str) -> list[tuple[bool, bool]]:
+    users = _replay(rows, base, key, "changes")
     out = []
     for row, user in zip(rows, users):
         items = _call(base, key, user, "POST", "/api/v1/recall", {"query": row["query"], "k": 5})["items"]
         first_new = next((k for k, it in enumerate(items) if row["newer_marker"] in it["content"]), None)
-        old_stated = any(row["older_marker"] in it["content"] and (it["kind"] != "episode" or first_new is None or k < first_new)
+        # An episode or an item marked as history (`"as": "history"`) shows the old value as what was
+        # said then: it states it only when it ranks above the new value.
+        old_stated = any(row["older_marker"] in it["content"] and (_standing(it) or first_new is None or k < first_new)
                          for k, it in enumerate(items))
         out.append((first_new == 0, old_stated))
     return out
+
+
+def _standing(item: dict) -> bool:
+    return item["kind"] != "episode" and item.get("as", "current") != "history"
+
+
+def http_others(rows: list[dict], base: str, key: str) -> int:
+    """Other-attribute pairs through the service, recalled with the older statement itself as the
+    query: how many of the older statements the service wrongly presents as history."""
+    wrong = 0
+    for user, row in zip(_replay(rows, base, key, "others"), rows):
+        items = _call(base, key, user, "POST", "/api/v1/recall", {"query": row["older"], "k": 5})["items"]
+        wrong += any(it.get("as") == "history" and it["kind"] != "episode" for it in items)
+    return wrong
 
 
 def main(argv=None) -> int:
@@ -166,6 +190,9 @@ def main(argv=None) -> int:
         print(f"split={args.split} change pairs={len(changes)} over HTTP ({args.http})")
         print(f"current first {first}/{len(changes)}; current first and old no longer stated {clean}/{len(changes)}; "
               f"old still stated {stated}/{len(changes)}")
+        if others:
+            print(f"other-attribute pairs: older wrongly presented as history {http_others(others, args.http.rstrip('/'), key)}"
+                  f"/{len(others)} (query: the older statement)")
         if args.errors:
             for r, (f, s) in zip(changes, res):
                 print(f"  {r['id']:<18} first={f!s:<5} old_stated={s!s:<5} {r['older']} | {r['newer']}")

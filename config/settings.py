@@ -325,6 +325,13 @@ RECALL_CANDIDATES = env.int("RECALL_CANDIDATES", default=40)
 RECALL_CORPUS = env.json("RECALL_CORPUS", default={"users": 256, "wait_seconds": 1.0, "refresh": True, "warm": True})
 PYTHON_SWITCH_INTERVAL_SECONDS = env.float("PYTHON_SWITCH_INTERVAL_SECONDS", default=0.001)  # config/wsgi.py
 RECALL_MIN_RELEVANCE = env.float("RECALL_MIN_RELEVANCE", default=0.05)
+# Current and history per query (memory/selectors/current_state.py, memory/subjects/current.py): among
+# the top `window` x k ranked items (at most `max_items`, never fewer than k), an older preference or fact
+# is presented as history when a newer item of the user's says a change (a change cue, or the old value
+# named as gone) and is about the same subject: subject score >= `subject` with a cosine as written >=
+# `alike`, or a cosine >= `close`. Tuned on the tuning halves (python -m bench.history, docs/evaluation.md).
+RECALL_HISTORY = env.json("RECALL_HISTORY", default={
+    "enabled": True, "window": 3, "max_items": 30, "subject": 0.3, "alike": 0.35, "close": 0.6})
 # "Forget what matches this query": a memory is in the preview when its cosine to the query reaches
 # this, or it shares the query's best keyword match.
 FORGET_PREVIEW_MIN_COSINE = env.float("FORGET_PREVIEW_MIN_COSINE", default=0.5)

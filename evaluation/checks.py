@@ -14,7 +14,9 @@ def item_refs(item: dict) -> list[str]:
 
 
 def _standing(items: list[dict]) -> list[dict]:
-    return [i for i in items if i["kind"] != "episode"]
+    """Items presented as standing knowledge: neither a dated episode nor an item the service marks as
+    history (`"as": "history"`, FORMAT.md "Current and history"), which the format treats like an episode."""
+    return [i for i in items if i["kind"] != "episode" and i.get("as", "current") != "history"]
 
 
 def check_contains(expected: list[str], items: list[dict]) -> list[str]:
@@ -67,7 +69,7 @@ def check_top(expected, items: list[dict]) -> list[str]:
 
 
 def check_standing(expected: list[str], items: list[dict]) -> list[str]:
-    return [f"expect.standing {s!r} not in any recalled standing (non-episode) item"
+    return [f"expect.standing {s!r} not in any recalled standing item (not an episode, not history)"
             for s in expected if not any(norm(s) in norm(i["content"]) for i in _standing(items))]
 
 

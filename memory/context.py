@@ -142,9 +142,10 @@ def _task_lines(conversation: Conversation) -> _Lines:
 
 def _memory_sections(items: list[RecallItem]) -> tuple[_Lines, _Lines, _Lines]:
     """(standing preferences, other standing memories, episodes): one memories message holds the
-    first two, preferences first; they differ in priority only."""
-    standing = [i for i in items if i.memory.kind != MemoryKind.EPISODE]
-    episodes = [i for i in items if i.memory.kind == MemoryKind.EPISODE]
+    first two, preferences first; they differ in priority only. A history item (a newer recalled item
+    on its subject replaces it) stands with the dated past messages, never in the memory sections."""
+    standing = [i for i in items if i.memory.kind != MemoryKind.EPISODE and i.presented_as != "history"]
+    episodes = [i for i in items if i.memory.kind == MemoryKind.EPISODE or i.presented_as == "history"]
     preferences, others = _Lines(), _Lines()
     for kind in KIND_ORDER:
         for item in (i for i in standing if i.memory.kind == kind):
@@ -154,6 +155,10 @@ def _memory_sections(items: list[RecallItem]) -> tuple[_Lines, _Lines, _Lines]:
                                 f"({when}; source: {_source_label(item)}; id {item.memory.id})")
     epi = _Lines()
     for i in episodes:
+        if i.presented_as == "history":  # dated when it became known; the newer item is what holds now
+            epi.add(i.memory.id, f"- {_date(i.memory.created_at)} (earlier, since changed) {i.memory.content} "
+                                 f"(source: {_source_label(i)})")
+            continue
         epi.add(i.memory.id, f"- {_date(i.memory.occurred_at)} {'user' if i.memory.assertion == 'user_stated' else 'assistant'}: "
                              f"{i.memory.content} (source: {_source_label(i)})")
     return preferences, others, epi

@@ -10,11 +10,16 @@ def recall_item_data(item, labels: dict[int, str], explain: bool) -> dict:
     data = {"id": memory.id, "kind": memory.kind, "assertion": memory.assertion, "content": memory.content,
             "valid_from": memory.valid_from, "valid_to": memory.valid_to, "occurred_at": memory.occurred_at,
             "created_at": memory.created_at, "version": memory.version, "sources": item.sources,
-            "entity_ids": [labels.get(e, str(e)) for e in item.entity_ids], "score": item.score}
+            "entity_ids": [labels.get(e, str(e)) for e in item.entity_ids], "score": item.score,
+            # "history": a newer item on the same subject answers the query too (DESIGN §6); the
+            # caller shows this one as what held before, with its date.
+            "as": item.presented_as}
     if explain:
-        data["score_parts"] = {k: v for k, v in item.parts.items() if k != "conflicts"}
+        data["score_parts"] = {k: v for k, v in item.parts.items() if k not in ("conflicts", "history")}
         if "conflicts" in item.parts:
             data["conflicts"] = item.parts["conflicts"]  # open possible conflicts this item is part of
+        if "history" in item.parts:
+            data["history"] = item.parts["history"]  # which newer item made it history, and why
     return data
 
 

@@ -148,6 +148,17 @@ class RecallItemOutputSerializer(MemoryItemOutputSerializer):
     entity_ids = serializers.ListField(child=serializers.CharField())
     score = serializers.FloatField()
     score_parts = serializers.DictField(child=serializers.FloatField(), required=False)
+    history = serializers.DictField(required=False, help_text=(
+        "With explain, on a history item: `current` (the id of the newer item that made it history), "
+        "`reason`, `subject_score`, `cosine`, `cue`, `old_named`, `head`."))
+
+
+# "as" is a Python keyword, so the field is declared by name: "current", or "history" when a newer
+# item on the same subject answers the query too (the older is shown as what held before).
+RecallItemOutputSerializer._declared_fields["as"] = serializers.ChoiceField(
+    choices=["current", "history"], help_text=(
+        "`history`: an older preference or fact that a newer recalled item on the same subject replaces; "
+        "show it as what held before (dated), never as current. `current` otherwise."))
 
 
 class RecallOutputSerializer(serializers.Serializer):

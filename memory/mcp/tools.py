@@ -98,12 +98,15 @@ _RECALL_ITEM = {
         "id": {"type": "integer"}, "kind": {"type": "string"}, "assertion": {"type": "string"},
         "content": {"type": "string"}, "valid_from": _DATETIME, "valid_to": _DATETIME, "occurred_at": _DATETIME,
         "created_at": _DATETIME, "version": {"type": "integer"}, "score": {"type": "number"},
+        "as": {"type": "string", "enum": ["current", "history"],
+               "description": "history: an older statement a newer recalled item on the same subject replaces; "
+                              "present it as what held before, with its date."},
         "entity_ids": {"type": "array", "items": {"type": "string"}},
         "sources": {"type": "array", "items": {"type": "object", "properties": {
             "message_id": {"type": ["integer", "null"]}, "conversation_id": {"type": ["integer", "null"]},
             "ref": {"type": ["string", "null"]}}}},
     },
-    "required": ["id", "kind", "content", "score", "sources"],
+    "required": ["id", "kind", "content", "score", "sources", "as"],
 }
 RECALL_OUTPUT_SCHEMA = {
     "type": "object",

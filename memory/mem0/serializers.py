@@ -190,7 +190,8 @@ def _dt(value) -> str | None:
     return _DT.to_representation(value) if value else None
 
 
-def memory_data(memory: Memory, *, conversation_key: str | None = None, score: float | None = None) -> dict:
+def memory_data(memory: Memory, *, conversation_key: str | None = None, score: float | None = None,
+                presented_as: str | None = None) -> dict:
     """One memory as Mem0 shapes it (ids as strings), plus this service's own fields."""
     agent_id, run_id = agent_and_run(conversation_key)
     data = {
@@ -205,6 +206,8 @@ def memory_data(memory: Memory, *, conversation_key: str | None = None, score: f
     }
     if score is not None:
         data["score"] = round(score, 6)
+    if presented_as is not None:  # a search hit: "history" when a newer hit on the same subject replaces it
+        data["as"] = presented_as
     return data
 
 

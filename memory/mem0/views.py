@@ -80,10 +80,10 @@ def _conversation_keys(memories) -> dict[int, str]:
     return dict(Conversation.objects.filter(id__in=ids).values_list("id", "external_id")) if ids else {}
 
 
-def _results(memories, scores: dict[int, float] | None = None) -> list[dict]:
+def _results(memories, scores: dict[int, float] | None = None, presented: dict[int, str] | None = None) -> list[dict]:
     keys = _conversation_keys(memories)
-    return [s.memory_data(m, conversation_key=keys.get(m.conversation_id),
-                          score=scores.get(m.id) if scores else None) for m in memories]
+    return [s.memory_data(m, conversation_key=keys.get(m.conversation_id), score=scores.get(m.id) if scores else None,
+                          presented_as=presented.get(m.id) if presented else None) for m in memories]
 
 
 class PingApi(Mem0Api):
@@ -176,7 +176,8 @@ class SearchApi(Mem0Api):
         if v.get("threshold") is not None:
             items = [i for i in items if i.score >= v["threshold"]]
         items = items[: v["top_k"]]
-        return Response({"results": _results([i.memory for i in items], {i.memory.id: i.score for i in items}),
+        return Response({"results": _results([i.memory for i in items], {i.memory.id: i.score for i in items},
+                                             {i.memory.id: i.presented_as for i in items}),
                          "degraded": result.degraded})
 
 

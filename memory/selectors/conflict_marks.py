@@ -8,10 +8,11 @@ from memory.choices import STANDING_KINDS
 from memory.models import MemoryConflict
 
 
-def conflicts_apply(items: list, *, org, user_id: str, explain: bool) -> list:
-    ids = [item.memory.id for item in items if item.memory.kind in STANDING_KINDS]
+def open_conflicts(*, org, user_id: str, ids: list[int]) -> list[tuple[int, int, int]]:
+    """(conflict id, older, newer) of the open possible conflicts with either side among `ids`,
+    newest first."""
     if not ids:
-        return items
+        return []
     # One plain statement (the (org, user, status) index, either side among the items) instead of the
     # ORM's OR-query: recall runs this on every call. Newest conflict first, as the model orders them.
     qn, opts = connection.ops.quote_name, MemoryConflict._meta
@@ -23,7 +24,14 @@ def conflicts_apply(items: list, *, org, user_id: str, explain: bool) -> list:
     with connection.cursor() as cursor:
         cursor.execute(sql, [org.id, user_id, "open", *ids, *ids])
         found = cursor.fetchall()
-    pairs = [row[:3] for row in sorted(found, key=lambda row: (row[3], row[0]), reverse=True)]
+    return [row[:3] for row in sorted(found, key=lambda row: (row[3], row[0]), reverse=True)]
+
+
+def conflicts_apply(items: list, *, org, user_id: str, explain: bool, pairs: list | None = None) -> list:
+    """`pairs`: open_conflicts over these items or more, when the caller read them already."""
+    if pairs is None:
+        pairs = open_conflicts(org=org, user_id=user_id,
+                               ids=[item.memory.id for item in items if item.memory.kind in STANDING_KINDS])
     if not pairs:
         return items
     order = [item.memory.id for item in items]

@@ -64,6 +64,10 @@ class RecallItem:
     parts: dict[str, float]
     sources: list[dict]
     entity_ids: list[int]
+    # Current and history (memory/selectors/current_state.py): "history" when a newer item on the same
+    # subject answers the query too; current_by is that item's id.
+    presented_as: str = "current"
+    current_by: int | None = None
 
 
 @dataclass

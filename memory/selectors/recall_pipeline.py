@@ -7,11 +7,13 @@ import time
 from django.conf import settings
 from django.utils import timezone
 
+from memory.choices import STANDING_KINDS as _CONFLICT_KINDS  # the kinds a possible conflict pairs
 from memory.query_shape import keyword_text
 from memory.second_look import enabled as second_look_enabled
 from memory.second_look import neighbour_candidates, second_look
-from memory.selectors.conflict_marks import conflicts_apply
+from memory.selectors.conflict_marks import conflicts_apply, open_conflicts
 from memory.selectors.corpus import Candidate, UserCorpus, user_corpus
+from memory.selectors.current_state import history_apply, history_window
 from memory.selectors.episode_lineage import Lineage, episode_lineage
 from memory.selectors.query_vectors import start_query_vectors
 from memory.selectors.recall_candidates import (  # noqa: F401  (the types are part of this module's interface)
@@ -225,6 +227,8 @@ def recall(q: RecallQuery) -> RecallResult:
     if second_look_enabled(q.query):
         ranked = second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword_raw, score_round, admit,
                              neighbours, corpus)
+    # Current and history are decided among the top of the ranked list, so it is chosen past k first.
+    window = history_window(k)
     chosen, chosen_ids, seen_hashes, seen_sources = [], set(), set(), set()
     dedup_dropped = {}
     for memory_id, score, parts in ranked:
@@ -248,13 +252,19 @@ def recall(q: RecallQuery) -> RecallResult:
             seen_sources.add(source_key)
         chosen.append((memory_id, score, parts))
         chosen_ids.add(memory_id)
-        if len(chosen) >= k:
+        if len(chosen) >= window:
             break
     full = memories_of([memory_id for memory_id, _, _ in chosen])
     items = [RecallItem(memory=full[memory_id], score=round(score, 4), parts=_served_parts(parts),
                         sources=sources[memory_id], entity_ids=links.get(memory_id, []))
              for memory_id, score, parts in chosen if memory_id in full]  # gone since the back-check: left out
-    result.items = items = conflicts_apply(items, org=q.org, user_id=q.user_id, explain=q.explain)
+    # Open possible conflicts (the write path's judge: both kept, the newer first) among the window are
+    # evidence for current and history too: one read serves both.
+    pairs = open_conflicts(org=q.org, user_id=q.user_id,
+                           ids=[item.memory.id for item in items if item.memory.kind in _CONFLICT_KINDS])
+    items = history_apply(items, kept, lineage, embedder, explain=q.explain, stages=result.stages,
+                          flagged={(older, newer) for _, older, newer in pairs})[:k]
+    result.items = items = conflicts_apply(items, org=q.org, user_id=q.user_id, explain=q.explain, pairs=pairs)
     result.timings_ms["back_check_rank"] = (time.perf_counter() - t0) * 1000
     if q.explain:
         _merge_back_checks(result)
