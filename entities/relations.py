@@ -11,7 +11,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from entities.models import Entity, EntityRelation
-from entities.selectors import registry_changed
+from entities.selectors import current_q, registry_changed
 from tenancy.db import retry_on_contention
 from tenancy.models import Org
 from tenancy.services import audit_record
@@ -25,13 +25,6 @@ class RelationError(ValueError):
     def __init__(self, field: str, message: str):
         super().__init__(message)
         self.field = field
-
-
-def current_q(at: datetime | None = None, prefix: str = "") -> Q:
-    """Relations in force at `at` (now by default): begun, and not yet ended."""
-    at = at or timezone.now()
-    return ((Q(**{f"{prefix}valid_from__isnull": True}) | Q(**{f"{prefix}valid_from__lte": at}))
-            & (Q(**{f"{prefix}valid_to__isnull": True}) | Q(**{f"{prefix}valid_to__gt": at})))
 
 
 def _entity(org: Org, ref: dict, field: str) -> Entity:
@@ -130,15 +123,3 @@ def entity_neighbours(*, entity: Entity, include_history: bool = False, type: st
     if type:
         qs = qs.filter(type=type)
     return qs.order_by("-valid_from", "-id")
-
-
-def relation_graph(*, org_id: int) -> dict[int, tuple[tuple[int, str, str], ...]]:
-    """The org's relations in force between active entities, as adjacency: entity id → ((other id, type,
-    "out" | "in"), ...). One query; the resolver's snapshot keeps it per registry generation."""
-    rows = (EntityRelation.objects.filter(org_id=org_id, from_entity__active=True, to_entity__active=True)
-            .filter(current_q()).values_list("from_entity_id", "to_entity_id", "type"))
-    graph: dict[int, list[tuple[int, str, str]]] = {}
-    for source_id, target_id, type_ in rows:
-        graph.setdefault(source_id, []).append((target_id, type_, "out"))
-        graph.setdefault(target_id, []).append((source_id, type_, "in"))
-    return {k: tuple(v) for k, v in graph.items()}

@@ -1,0 +1,87 @@
+"""Resolution steps over what the registry knows beyond names (DESIGN §8): attribute values, name parts
+and relations. Called by entities/resolver.py; pure, the caller's gate decides visibility."""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+_CODE_CHARS = frozenset("0123456789")
+
+
+@dataclass
+class Narrowed:
+    ids: list[int]
+    step: dict = field(default_factory=dict)
+
+
+def _code_like(value: str) -> bool:
+    """A model code, plate or serial ("vms-v300", "9yf-2.2"): named on its own, it means the things that carry it.
+    A word value ("open", "北场") means them only beside a pointer ("那台", "the") or a type word."""
+    return any(ch in _CODE_CHARS for ch in value)
+
+
+def by_attributes_and_parts(text: str, *, matcher, visible: Callable[[Sequence[int]], list[int]],
+                            visible_prefix: Callable[[Sequence[int], int | None], list[int]], limit: int | None,
+                            pointed: bool, skeleton_ids: Sequence[int], require_values: bool = False) -> Narrowed | None:
+    """The entities named by attribute values and name parts together: each value names every entity that
+    carries it, the best-scoring name parts name theirs, and what is named by all of them is the answer
+    ("北场那台 SK-16": site 北场 ∩ model SK-16). `pointed`: the text has a pointer or type word.
+    None when the text names nothing this way.
+
+    Access is asked only as far as the answer needs: one set alone (a category word can name thousands)
+    is read in id order up to `limit` + 1; several are intersected starting from the smallest, whose
+    visible part bounds the answer, so a hidden entity behaves as an unregistered one."""
+    sets: list[tuple[str, tuple[int, ...]]] = []
+    values: list[str] = []
+    for value, ids in (matcher.attribute_hits(text) if hasattr(matcher, "attribute_hits") else []):
+        if pointed or _code_like(value):
+            sets.append(("value", tuple(ids)))
+            values.append(value)
+    if require_values and not sets:
+        return None
+    parts: list[str] = []
+    if skeleton_ids:
+        sets.append(("skeleton", tuple(sorted(skeleton_ids))))
+    elif hasattr(matcher, "name_part_candidates"):
+        ids, found_parts = matcher.name_part_candidates(text)
+        if ids and (pointed or sum(len(p) for p in found_parts) >= 3 or values):
+            sets.append(("parts", tuple(ids)))
+            parts = found_parts
+    if not sets:
+        return None
+    if len(sets) == 1:
+        found = visible_prefix(sets[0][1], None if limit is None else limit + 1)
+    else:
+        ordered = sorted(sets, key=lambda item: len(item[1]))
+        current = set(visible(ordered[0][1]))
+        for _kind, ids in ordered[1:]:
+            current &= set(ids)
+        if not current:
+            # Nothing carries every named value and part: the most specific attribute value decides.
+            value_sets = [ids for kind, ids in ordered if kind == "value"]
+            current = set(visible(value_sets[0])) if value_sets else set(visible(ordered[0][1]))
+        found = sorted(current)
+    if not found:
+        return None
+    step = {"rule": "attributes_parts", "values": values, "parts": parts, "entity_ids": list(found)}
+    return Narrowed(list(found), step)
+
+
+def follow_relations(anchors: Sequence[int], *, matcher, accepts: Callable[[int], bool],
+                     visible: Callable[[Sequence[int]], list[int]]) -> Narrowed | None:
+    """The neighbours of `anchors` that the type words ask for ("那台青贮收获机的工单", "its work order"). None when
+    no anchor has a relation to such an entity (the other rules decide then); an empty answer when there
+    are some but the user may read none (never a guess among the rest)."""
+    targets: list[int] = []
+    paths: list[dict] = []
+    for anchor in anchors:
+        for other, type_, direction in (matcher.neighbours(anchor) if hasattr(matcher, "neighbours") else ()):
+            if accepts(other) and other not in targets:
+                targets.append(other)
+                paths.append({"from": anchor, "relation": type_, "direction": direction, "to": other})
+    if not targets:
+        return None
+    seen = visible(targets)
+    step = {"rule": "relation", "anchors": list(anchors), "entity_ids": seen,
+            "paths": [p for p in paths if p["to"] in seen]}
+    return Narrowed(seen, step)
