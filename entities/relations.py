@@ -123,3 +123,22 @@ def entity_neighbours(*, entity: Entity, include_history: bool = False, type: st
     if type:
         qs = qs.filter(type=type)
     return qs.order_by("-valid_from", "-id")
+
+
+def entity_neighbours_visible(*, entity: Entity, user_id: str, include_history: bool = False,
+                              type: str | None = None) -> list[dict]:
+    """The neighbours of `entity` this user may read, as plain dicts (REST and MCP serialise the same): each
+    other end passes the access policy now, so a relation never shows what the user may not read."""
+    from entities.policy import get_access_policy
+
+    rows = list(entity_neighbours(entity=entity, include_history=include_history, type=type))
+    others = {r.to_entity_id if r.from_entity_id == entity.id else r.from_entity_id for r in rows}
+    allowed = get_access_policy().allowed_ids(org_id=entity.org_id, user_id=user_id, entity_ids=others) if others else set()
+    out = []
+    for r in rows:
+        outgoing = r.from_entity_id == entity.id
+        other = r.to_entity if outgoing else r.from_entity
+        if other.id in allowed:
+            out.append({"relation_id": r.id, "type": r.type, "direction": "out" if outgoing else "in", "entity": other,
+                        "valid_from": r.valid_from, "valid_to": r.valid_to, "source": r.source, "current": r.current})
+    return out

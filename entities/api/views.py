@@ -155,16 +155,7 @@ class EntityNeighboursApi(APIView):
         entity = _visible_entity(request, type, external_id)
         params = s.NeighboursQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
-        rows = list(relations.entity_neighbours(entity=entity, include_history=params.validated_data["include_history"],
-                                                type=params.validated_data.get("type")))
-        others = {r.to_entity_id if r.from_entity_id == entity.id else r.from_entity_id for r in rows}
-        # Each neighbour passes the access policy now: a relation never shows what the user may not read.
-        allowed = get_access_policy().allowed_ids(org_id=request.user.org.id, user_id=request.user.user_id, entity_ids=others)
-        out = []
-        for r in rows:
-            outgoing = r.from_entity_id == entity.id
-            other = r.to_entity if outgoing else r.from_entity
-            if other.id in allowed:
-                out.append({"relation_id": r.id, "type": r.type, "direction": "out" if outgoing else "in", "entity": other,
-                            "valid_from": r.valid_from, "valid_to": r.valid_to, "source": r.source, "current": r.current})
+        out = relations.entity_neighbours_visible(entity=entity, user_id=request.user.user_id,
+                                                  include_history=params.validated_data["include_history"],
+                                                  type=params.validated_data.get("type"))
         return Response(s.NeighboursOutputSerializer({"entity": entity, "neighbours": out}).data)
