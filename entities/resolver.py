@@ -28,6 +28,7 @@ from itertools import islice
 
 from entities.matcher import EntityMatcher, EntityRef, Match, name_contains_any, normalize_key
 from entities.narrowing import by_attributes_and_parts, follow_relations
+from entities.partial import qualified_span
 from entities.typewords import Cue, category_words, scan
 
 __all__ = ["MentionEvidence", "Resolution", "resolve"]
@@ -78,7 +79,8 @@ def resolve(
     cues = scan(text)
     if hasattr(matcher, "registry_type_cues"):  # the registry's own types are type words too
         known = {(c.start, c.end, c.type) for c in cues if c.kind == "type"}
-        cues += [Cue(kind="type", word=word, start=start, end=end, type=type_)
+        # "5号冷柜": a learnt label attached to a number names one specific entity, as a lexicon word does.
+        cues += [Cue(kind="type", word=word, start=start, end=end, type=type_, qualified=qualified_span(text, start, end))
                  for word, type_, start, end in matcher.registry_type_cues(text) if (start, end, type_) not in known]
     # A type word inside a matched surface is part of a name ("S780 联合收割机" is a model, its
     # "收割机" says nothing about the type the user means).
