@@ -183,6 +183,9 @@ class EntityMatcher:
             self._partial = PartialIndex(self._refs.values())
         return self._partial
 
+    def types(self) -> frozenset[str]:
+        return frozenset(self._by_type)
+
     def ids_of_type(self, type_: str) -> tuple[int, ...]:
         return self._by_type.get(type_, ())
 

@@ -85,3 +85,39 @@ def follow_relations(anchors: Sequence[int], *, matcher, accepts: Callable[[int]
     step = {"rule": "relation", "anchors": list(anchors), "entity_ids": seen,
             "paths": [p for p in paths if p["to"] in seen]}
     return Narrowed(seen, step)
+
+
+def via_anchor(text: str, *, spans: Sequence[tuple[int, int]], anchors: Sequence[int], other_types: set[str],
+               matcher, visible: Callable[[Sequence[int]], list[int]]) -> Narrowed | None:
+    """A named entity used as a qualifier of another kind of thing: "滨江店的 SM-900" is the SM-900 located at
+    滨江店, "王晓东那家店" the store he belongs to. What the rest of the text names (attribute values, name
+    parts, type words), among the anchors' neighbours, is the answer. None when the rest names nothing
+    related to them (the named entity itself is then meant)."""
+    neighbours: dict[int, dict] = {}
+    for anchor in anchors:
+        for other, type_, direction in (matcher.neighbours(anchor) if hasattr(matcher, "neighbours") else ()):
+            neighbours.setdefault(other, {"from": anchor, "relation": type_, "direction": direction, "to": other})
+    if not neighbours:
+        return None
+    masked = list(text)
+    for start, end in spans:
+        masked[start:end] = " " * (end - start)
+    rest = "".join(masked)
+    named: list[set[int]] = [set(ids) for _value, ids in matcher.attribute_hits(rest)]
+    part_ids, _parts = matcher.name_part_candidates(rest)
+    if part_ids:
+        named.append(set(part_ids))
+    skeleton_ids, _spans = matcher.partial(rest) if hasattr(matcher, "partial") else ([], [])
+    if skeleton_ids:
+        named.append(set(skeleton_ids))
+    for type_ in other_types:
+        named.append(set(matcher.ids_of_type(type_)))
+    overlaps = [s & set(neighbours) for s in named]
+    overlaps = [s for s in overlaps if s]
+    if not overlaps:
+        return None
+    found = set.intersection(*overlaps) or min(overlaps, key=len)
+    seen = visible(sorted(found))
+    step = {"rule": "qualified_by_relation", "anchors": list(anchors), "entity_ids": seen,
+            "paths": [neighbours[i] for i in seen]}
+    return Narrowed(seen, step)

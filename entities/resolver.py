@@ -27,9 +27,9 @@ from datetime import datetime
 from itertools import islice
 
 from entities.matcher import EntityMatcher, EntityRef, Match, name_contains_any, normalize_key
-from entities.narrowing import by_attributes_and_parts, follow_relations
+from entities.narrowing import by_attributes_and_parts, follow_relations, via_anchor
 from entities.partial import qualified_span
-from entities.typewords import Cue, category_words, scan
+from entities.typewords import DEMONSTRATIVES, Cue, category_words, scan
 
 __all__ = ["MentionEvidence", "Resolution", "resolve"]
 
@@ -84,11 +84,17 @@ def resolve(
                  for word, type_, start, end in matcher.registry_type_cues(text) if (start, end, type_) not in known]
     # A type word inside a matched surface is part of a name ("S780 联合收割机" is a model, its
     # "收割机" says nothing about the type the user means).
-    type_cues = [c for c in cues if c.kind == "type" and not _covered(c, matches)]
+    # A lexicon word for a type this registry does not have ("车" → asset, where vehicles are "vehicle")
+    # says nothing about this business's entities: it neither constrains nor stands for a type.
+    registered = matcher.types() if hasattr(matcher, "types") else None
+    type_cues = [c for c in cues if c.kind == "type" and not _covered(c, matches)
+                 and (registered is None or c.type in registered)]
     constraint = _Constraint.from_cues(type_cues)
 
     def accepts_type(eid: int) -> bool:
         return eid in entities and constraint.type_ok(entities[eid])
+
+    windows = (("coreference", "coref", recent), ("long_term", "long_term", past))
 
     # (a), (b): explicit surfaces. Only the type constrains them; a category word is not asked
     # to appear in an explicitly named entity's name ("M954-07这台拖拉机").
@@ -97,8 +103,14 @@ def resolve(
     for rule, hows in (("explicit_id", {"id"}), ("name_alias", {"name", "alias"})):
         steps, ids = _explicit(matches, hows, lambda eid: constraint.type_ok(entities[eid]))
         if ids:
-            return _decide(ids, _type_evidence(type_cues, constraint) + [{"rule": rule, **step} for step in steps],
-                           max_candidates)
+            evidence = _type_evidence(type_cues, constraint) + [{"rule": rule, **step} for step in steps]
+            anchor_types = {entities[i].type for i in ids}
+            spans = [(m.start, m.end) for m in matches if m.entity_id in ids]
+            qualified = via_anchor(text, spans=spans, anchors=ids, matcher=matcher, visible=gate.visible_list,
+                                   other_types={c.type for c in type_cues if c.type and c.type not in anchor_types})
+            if qualified is not None and qualified.ids:
+                return _narrowed_decision(qualified.ids, evidence + [qualified.step], cues, windows, gate, max_candidates)
+            return _decide(ids, evidence, max_candidates)
         if constraint.types:
             anchor_steps, anchors = _explicit(matches, hows, lambda eid: True)
             followed = anchors and follow_relations(anchors, matcher=matcher, accepts=accepts_type, visible=gate.visible_list)
@@ -125,7 +137,6 @@ def resolve(
             type_cues, constraint = kept, _Constraint.from_cues(kept)
     evidence = _type_evidence(type_cues, constraint)
 
-    windows = (("coreference", "coref", recent), ("long_term", "long_term", past))
     pointed = any(c.kind in ("coref", "long_term") for c in cues) or bool(type_cues)
     part_ids = [] if partial_ids or not hasattr(matcher, "name_part_candidates") else \
         [i for i in matcher.name_part_candidates(text)[0] if i in entities]
@@ -230,11 +241,15 @@ def _mention_step(rule: str, cue: Cue, ids: list[int], latest: MentionEvidence) 
 
 def _narrowed_decision(ids: list[int], evidence: list[dict], cues: list[Cue], windows, gate: _Gate,
                        limit: int | None) -> Resolution:
-    """Several entities named by values or parts: "那台" means the most recently discussed of them."""
+    """Several entities named by values or parts: "那台" means the one of them just discussed in this
+    conversation; "上次" the one discussed last in any."""
     if len(ids) > 1:
         among = set(ids)
         for rule, kind, mentions in windows:
-            cue = next((c for c in cues if c.kind == kind), None)
+            if kind == "coref":
+                cue = next((c for c in cues if c.kind == "coref" or c.word in DEMONSTRATIVES), None)
+            else:
+                cue = next((c for c in cues if c.kind == kind and c.word not in DEMONSTRATIVES), None)
             if cue is None:
                 continue
             latest_ids, latest = _latest_turn(mentions() if callable(mentions) else mentions, gate, lambda eid: eid in among)

@@ -24,6 +24,7 @@ from entities.matcher import inside_token, leftmost_longest, normalize, normaliz
 __all__ = [
     "CATEGORIES",
     "COREF_CUES",
+    "DEMONSTRATIVES",
     "LONG_TERM_CUES",
     "NOT_PART_OF",
     "TYPE_WORDS",
@@ -66,6 +67,11 @@ LONG_TERM_CUES: tuple[str, ...] = (
     "last time", "previously", "earlier", "the one we discussed", "the one we talked about",
     "we discussed", "we talked about",
 )
+
+# The long-term cues that are plain demonstratives: "那辆 K9A" points at the one just discussed when the
+# conversation has one, and is ambiguous otherwise; only an explicit past ("上次", "last time") reaches back
+# into earlier conversations to choose among several named entities.
+DEMONSTRATIVES: frozenset[str] = frozenset({"那台", "那辆", "那部", "那个", "那款", "那张"})
 
 # Compounds in which a short word does not carry its cue meaning ("应该" is not "该",
 # "其它" is not "它", "刹车" is a brake, "车间" a workshop). Matched before the word itself.
