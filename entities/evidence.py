@@ -109,9 +109,9 @@ def _hits(automaton, text: str):
 
 
 class PartIndex:
-    """Name part → entity ids over one registry snapshot."""
+    """Name part (and attribute value part) → entity ids over one registry snapshot."""
 
-    def __init__(self, refs: Iterable[EntityRef]):
+    def __init__(self, refs: Iterable[EntityRef], attributes: Mapping[int, Mapping] | None = None):
         index: dict[str, set[int]] = {}
         by_type: dict[str, set[int]] = {}
         type_of: dict[int, str] = {}
@@ -129,6 +129,13 @@ class PartIndex:
             if len(types) == 1 and len(ids) >= 2 and ids == by_type[next(iter(types))] and not is_qualifier(part):
                 self.type_words[part] = next(iter(types))
                 del index[part]
+        # Parts of attribute values name their entities the same way ("吸唾管" of item 吸唾管堵塞, "shrimp" of
+        # cargo frozen shrimp): a description is read by its words, a code whole (AttributeIndex).
+        for eid, attrs in (attributes or {}).items():
+            for value in attribute_values(attrs):
+                for part in name_parts(value):
+                    if part not in self.type_words:
+                        index.setdefault(part, set()).add(eid)
         self._automaton = _automaton(index)
         self._type_automaton = _automaton({w: {0} for w in self.type_words})
 

@@ -175,7 +175,7 @@ class EntityMatcher:
         if self._parts is None:
             from entities.evidence import PartIndex
 
-            self._parts = PartIndex(self._refs.values())
+            self._parts = PartIndex(self._refs.values(), self.attributes)
         return self._parts
 
     def _partial_index(self):

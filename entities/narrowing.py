@@ -57,14 +57,29 @@ def by_attributes_and_parts(text: str, *, matcher, visible: Callable[[Sequence[i
         for _kind, ids in ordered[1:]:
             current &= set(ids)
         if not current:
-            # Nothing carries every named value and part: the most specific attribute value decides.
-            value_sets = [ids for kind, ids in ordered if kind == "value"]
-            current = set(visible(value_sets[0])) if value_sets else set(visible(ordered[0][1]))
+            # Nothing carries every named value and part: one of them may qualify the other through a relation
+            # ("the R750 in Hall 2": the R750 located in a Hall 2 rack). If none does, the text names nothing.
+            current = _bridged(ordered, matcher, visible)
+            if not current:
+                return Narrowed([], {"rule": "attributes_parts", "values": values, "parts": parts, "entity_ids": [],
+                                     "detail": "no entity carries every named value"})
         found = sorted(current)
     if not found:
         return None
     step = {"rule": "attributes_parts", "values": values, "parts": parts, "entity_ids": list(found)}
     return Narrowed(list(found), step)
+
+
+def _bridged(ordered, matcher, visible) -> set[int]:
+    """Entities of one named set related to an entity of another named set (visible ones only)."""
+    if not hasattr(matcher, "neighbours"):
+        return set()
+    for _kind, ids in ordered:
+        others = set().union(*(set(o) for _k, o in ordered if o is not ids))
+        related = {i for i in ids if any(other in others for other, _t, _d in matcher.neighbours(i))}
+        if related:
+            return set(visible(sorted(related)))
+    return set()
 
 
 def follow_relations(anchors: Sequence[int], *, matcher, accepts: Callable[[int], bool],

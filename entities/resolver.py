@@ -150,6 +150,8 @@ def resolve(
                                            require_values=require_values)
         if narrowed is None:
             return None
+        if not narrowed.ids:  # the named values and parts contradict each other: nothing is named
+            return _decide([], evidence + [narrowed.step], max_candidates)
         typed = [i for i in narrowed.ids if constraint.accepts(entities[i])] or \
             [i for i in narrowed.ids if constraint.type_ok(entities[i])]
         if typed:
