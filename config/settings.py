@@ -312,6 +312,12 @@ KEYWORD_BM25_K1 = env.float("KEYWORD_BM25_K1", default=0.9)
 KEYWORD_BM25_B = env.float("KEYWORD_BM25_B", default=0.3)
 # Subtracted from an episode whose message's memories were all superseded (memory/selectors/episode_lineage.py).
 RECALL_STALE_EPISODE_PENALTY = env.float("RECALL_STALE_EPISODE_PENALTY", default=0.3)
+# Recall along relations (memory/selectors/entity_focus.py): a query that names a business entity brings
+# in memories linked to it and to its neighbours one hop away (at most this many, newest first); a direct
+# link adds RECALL_WEIGHTS["entity"], a link one hop away this share of it.
+RECALL_ENTITY_FOCUS = env.bool("RECALL_ENTITY_FOCUS", default=True)
+RECALL_ENTITY_CANDIDATES = env.int("RECALL_ENTITY_CANDIDATES", default=20)
+RECALL_ENTITY_HOP_SHARE = env.float("RECALL_ENTITY_HOP_SHARE", default=0.5)
 # Chinese character bigrams as extra keyword terms beside jieba words (memory/keyword_zh.py).
 KEYWORD_ZH_BIGRAMS = env.bool("KEYWORD_ZH_BIGRAMS", default=False)
 RECALL_COLLAPSE_SAME_SOURCE = env.bool("RECALL_COLLAPSE_SAME_SOURCE", default=True)

@@ -3,6 +3,7 @@
 from django.contrib import admin
 
 from entities.models import Entity, EntityAccess
+from entities.relations import entity_neighbours
 from tenancy.admin import ReadOnlyAdminMixin
 
 DETAIL_ROWS = 50  # newest rows shown on the detail page; the full lists are paginated changelists
@@ -34,8 +35,18 @@ class EntityAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
             # Reverse relations only: entities imports neither conversations nor memory (DESIGN §2).
             mentions = entity.mentions.select_related("message", "conversation").order_by("-at", "-id")
             links = entity.memory_links.select_related("memory").order_by("-memory__created_at", "-memory_id")
+            relations = list(entity_neighbours(entity=entity, include_history=True))
+            neighbours = [{"relation": r, "outgoing": r.from_entity_id == entity.id,
+                           "other": r.to_entity if r.from_entity_id == entity.id else r.from_entity}
+                          for r in sorted(relations, key=lambda r: not r.current)]
+            # Memories linked to a neighbour through a relation in force: what recall brings in one hop away.
+            current_ids = [n["other"].id for n in neighbours if n["relation"].current]
+            along = (entity.memory_links.model.objects.filter(entity_id__in=current_ids)
+                     .select_related("memory", "entity").order_by("-memory__created_at", "-memory_id")[:DETAIL_ROWS])
             extra_context.update({
                 "entity": entity,
+                "neighbours": neighbours,
+                "memories_along": along,
                 "mentions": mentions[:DETAIL_ROWS], "mention_total": mentions.count(),
                 "memory_links": links[:DETAIL_ROWS], "memory_total": links.count(),
             })

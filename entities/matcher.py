@@ -84,6 +84,12 @@ class EntityMatcher:
         self._by_type = {t: tuple(ids) for t, ids in by_type.items()}
         self._name_filter_cache: dict[tuple[str, tuple[str, ...]], tuple[int, ...]] = {}
         self._partial = None  # entities.partial.PartialIndex, built on first use
+        self._parts = None  # entities.evidence.PartIndex, built on first use
+        self._attribute_index = None  # entities.evidence.AttributeIndex, built on first use
+        # Set by the snapshot that built this matcher (entities/selectors.py): attribute dicts by entity
+        # id, and the relations in force as adjacency (entity id → ((other id, type, direction), ...)).
+        self.attributes: dict[int, dict] = {}
+        self.graph: dict[int, tuple[tuple[int, str, str], ...]] = {}
         self._type_words: dict[str, str] | None = None
 
         self._automaton: ahocorasick.Automaton | None = None
@@ -144,15 +150,41 @@ class EntityMatcher:
         return self._partial_index().find(text)
 
     def registry_type_cues(self, text: str) -> list[tuple[str, str, int, int]]:
-        """Registered entity types named in `text` ("which route ..."): (word, type, start, end)."""
+        """Registered entity types named in `text` ("which route ..."), and the labels every name of a type
+        carries ("工单" of 工单0231 / 工单0238): (word, type, start, end)."""
         if self._type_words is None:
             self._type_words = type_words(self._by_type)
-        return type_cues(self._type_words, text)
+        return type_cues(self._type_words, text) + self._part_index().type_cues(text)
+
+    def name_part_candidates(self, text: str) -> tuple[list[int], list[str]]:
+        """Entities `text` names by parts of their names ("那台喷雾机" → 3号喷杆喷雾机), with the parts found."""
+        return self._part_index().best(text)
+
+    def attribute_hits(self, text: str) -> list[tuple[str, tuple[int, ...]]]:
+        """(value, entity ids) for each attribute value named in `text` ("VMS-V300", "北场")."""
+        if self._attribute_index is None:
+            from entities.evidence import AttributeIndex
+
+            self._attribute_index = AttributeIndex(self.attributes)
+        return self._attribute_index.find(text)
+
+    def neighbours(self, entity_id: int) -> tuple[tuple[int, str, str], ...]:
+        return self.graph.get(entity_id, ())
+
+    def _part_index(self):
+        if self._parts is None:
+            from entities.evidence import PartIndex
+
+            self._parts = PartIndex(self._refs.values(), self.attributes)
+        return self._parts
 
     def _partial_index(self):
         if self._partial is None:
             self._partial = PartialIndex(self._refs.values())
         return self._partial
+
+    def types(self) -> frozenset[str]:
+        return frozenset(self._by_type)
 
     def ids_of_type(self, type_: str) -> tuple[int, ...]:
         return self._by_type.get(type_, ())

@@ -1,4 +1,5 @@
 from django.db import models
+from django.utils import timezone
 
 from tenancy.identifiers import IdentifierField
 from tenancy.models import Org
@@ -49,3 +50,37 @@ class EntityAccess(models.Model):
 
     def __str__(self) -> str:
         return f"{self.effect} {self.user_id} on {self.entity_id}"
+
+
+class EntityRelation(models.Model):
+    """A typed, directed relation between two entities of one org (work order —about→ asset), synced
+    from the business service. A relation that ends is kept with `valid_to` set: it is history (the
+    asset was moved, the work order closed), and the audit may need it; a later upsert of the same
+    triple opens a new row."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="entity_relations")
+    from_entity = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="relations_out")
+    type = models.CharField(max_length=50)
+    to_entity = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="relations_in")
+    valid_from = models.DateTimeField(null=True, blank=True)
+    valid_to = models.DateTimeField(null=True, blank=True)
+    # Who asserted it: the caller's source label ("erp-sync", "crm") or, when none is given, the API actor.
+    source = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            models.Index(fields=["from_entity", "type"]),
+            models.Index(fields=["to_entity", "type"]),
+            models.Index(fields=["org", "valid_to"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.from_entity_id} -{self.type}-> {self.to_entity_id}"
+
+    @property
+    def current(self) -> bool:
+        now = timezone.now()
+        return (self.valid_from is None or self.valid_from <= now) and (self.valid_to is None or self.valid_to > now)

@@ -59,7 +59,7 @@ def _boundaries(text: str) -> set[int]:
     return out
 
 
-def _qualified(s: str, start: int, end: int) -> bool:
+def qualified_span(s: str, start: int, end: int) -> bool:
     """Attached to a number or code ("3号拖拉机", "烘干机2"): the text names one specific entity, which
     is not registered or not visible; answering with its siblings would be a silent wrong guess."""
     before = s[start - 1] if start > 0 else ""
@@ -117,7 +117,7 @@ class PartialIndex:
         norm = normalize(text)
         hits = [(last - length + 1, last + 1, ids) for last, (length, ids) in self._automaton.iter(norm.text)
                 if not inside_token(norm.text, last - length + 1, last + 1)
-                and not _qualified(norm.text, last - length + 1, last + 1)]
+                and not qualified_span(norm.text, last - length + 1, last + 1)]
         if hits:
             cuts = _boundaries(norm.text)
             hits = [h for h in hits if h[0] in cuts and h[1] in cuts]

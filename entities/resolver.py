@@ -27,7 +27,9 @@ from datetime import datetime
 from itertools import islice
 
 from entities.matcher import EntityMatcher, EntityRef, Match, name_contains_any, normalize_key
-from entities.typewords import Cue, category_words, scan
+from entities.narrowing import by_attributes_and_parts, follow_relations, via_anchor
+from entities.partial import qualified_span
+from entities.typewords import DEMONSTRATIVES, Cue, category_words, scan
 
 __all__ = ["MentionEvidence", "Resolution", "resolve"]
 
@@ -77,26 +79,55 @@ def resolve(
     cues = scan(text)
     if hasattr(matcher, "registry_type_cues"):  # the registry's own types are type words too
         known = {(c.start, c.end, c.type) for c in cues if c.kind == "type"}
-        cues += [Cue(kind="type", word=word, start=start, end=end, type=type_)
+        # "5号冷柜": a learnt label attached to a number names one specific entity, as a lexicon word does.
+        cues += [Cue(kind="type", word=word, start=start, end=end, type=type_, qualified=qualified_span(text, start, end))
                  for word, type_, start, end in matcher.registry_type_cues(text) if (start, end, type_) not in known]
     # A type word inside a matched surface is part of a name ("S780 联合收割机" is a model, its
     # "收割机" says nothing about the type the user means).
-    type_cues = [c for c in cues if c.kind == "type" and not _covered(c, matches)]
+    # A lexicon word for a type this registry does not have ("车" → asset, where vehicles are "vehicle")
+    # says nothing about this business's entities: it neither constrains nor stands for a type.
+    registered = matcher.types() if hasattr(matcher, "types") else None
+    type_cues = [c for c in cues if c.kind == "type" and not _covered(c, matches)
+                 and (registered is None or c.type in registered)]
     constraint = _Constraint.from_cues(type_cues)
+
+    def accepts_type(eid: int) -> bool:
+        return eid in entities and constraint.type_ok(entities[eid])
+
+    windows = (("coreference", "coref", recent), ("long_term", "long_term", past))
 
     # (a), (b): explicit surfaces. Only the type constrains them; a category word is not asked
     # to appear in an explicitly named entity's name ("M954-07这台拖拉机").
+    # An entity named explicitly but of another type than the type words ask for is an anchor: "1号青贮收获机
+    # 的工单" follows its relations to work orders.
     for rule, hows in (("explicit_id", {"id"}), ("name_alias", {"name", "alias"})):
         steps, ids = _explicit(matches, hows, lambda eid: constraint.type_ok(entities[eid]))
         if ids:
-            return _decide(ids, _type_evidence(type_cues, constraint) + [{"rule": rule, **step} for step in steps],
-                           max_candidates)
+            evidence = _type_evidence(type_cues, constraint) + [{"rule": rule, **step} for step in steps]
+            anchor_types = {entities[i].type for i in ids}
+            spans = [(m.start, m.end) for m in matches if m.entity_id in ids]
+            qualified = via_anchor(text, spans=spans, anchors=ids, matcher=matcher, visible=gate.visible_list,
+                                   other_types={c.type for c in type_cues if c.type and c.type not in anchor_types})
+            if qualified is not None and qualified.ids:
+                return _narrowed_decision(qualified.ids, evidence + [qualified.step], cues, windows, gate, max_candidates)
+            return _decide(ids, evidence, max_candidates)
+        if constraint.types:
+            anchor_steps, anchors = _explicit(matches, hows, lambda eid: True)
+            followed = anchors and follow_relations(anchors, matcher=matcher, accepts=accepts_type, visible=gate.visible_list)
+            if followed:
+                return _decide(followed.ids, _type_evidence(type_cues, constraint)
+                               + [{"rule": rule, **step} for step in anchor_steps] + [followed.step], max_candidates)
 
     # Partial names: "冷链车" for 冷链11号车 / 冷链12号车 (entities/partial.py), looked up only now that
     # no explicit surface decided. Their spans count as names: the "车" of "冷链车" is not the type
     # word "车" (assets) when what it partially names are vehicles.
     partial_ids, partial_spans = matcher.partial(text) if hasattr(matcher, "partial") else ([], [])
     partial_ids = [i for i in partial_ids if i in entities]  # visibility asked only as far as needed
+    # A skeleton every entity of a type shares ("工单" of 工单0305 / 工单0311) is that type's label, not a name.
+    labels = [(start, end) for _w, _t, start, end in matcher.registry_type_cues(text)] \
+        if partial_ids and hasattr(matcher, "registry_type_cues") else []
+    if labels and all(any(a <= s and e <= b for a, b in labels) for s, e in partial_spans):
+        partial_ids, partial_spans = [], []
     partial_set = set(partial_ids)
     if partial_ids:
         partial_types = {entities[i].type for i in partial_ids}
@@ -106,24 +137,62 @@ def resolve(
             type_cues, constraint = kept, _Constraint.from_cues(kept)
     evidence = _type_evidence(type_cues, constraint)
 
-    # (c), (d): the latest mention of a matching entity; several in that same turn -> ambiguous.
-    windows = (("coreference", "coref", recent), ("long_term", "long_term", past))
+    pointed = any(c.kind in ("coref", "long_term") for c in cues) or bool(type_cues)
+    part_ids = [] if partial_ids or not hasattr(matcher, "name_part_candidates") else \
+        [i for i in matcher.name_part_candidates(text)[0] if i in entities]
+    # What the text names by a part, when the type words ask for another type: the anchor of a relation
+    # path ("那台青贮收获机的工单", "那台喷雾机的工单").
+    named_other = [i for i in (partial_ids or part_ids) if constraint.types and not constraint.type_ok(entities[i])]
+
+    def narrow(require_values: bool) -> Resolution | None:
+        narrowed = by_attributes_and_parts(text, matcher=matcher, visible=gate.visible_list, visible_prefix=gate.visible_prefix,
+                                           limit=max_candidates, pointed=pointed, skeleton_ids=partial_ids,
+                                           require_values=require_values)
+        if narrowed is None:
+            return None
+        if not narrowed.ids:  # the named values and parts contradict each other: nothing is named
+            return _decide([], evidence + [narrowed.step], max_candidates)
+        typed = [i for i in narrowed.ids if constraint.accepts(entities[i])] or \
+            [i for i in narrowed.ids if constraint.type_ok(entities[i])]
+        if typed:
+            return _narrowed_decision(typed, evidence + [narrowed.step], cues, windows, gate, max_candidates)
+        followed = follow_relations(narrowed.ids, matcher=matcher, accepts=accepts_type, visible=gate.visible_list)
+        return None if followed is None else _decide(followed.ids, evidence + [narrowed.step, followed.step], max_candidates)
+
+    # Attribute values (entities/narrowing.py), narrowed by name parts: "北场那台 SK-16", "the VMS-V300".
+    if (resolution := narrow(require_values=True)) is not None:
+        return resolution
+
+    # (c), (d): the latest mention of a matching entity; several in that same turn -> ambiguous. With a type
+    # word and no mention of that type, the latest entity discussed (of those the text names, if it names
+    # some) is an anchor whose relations are followed ("它的工单").
     for rule, kind, mentions in windows:
         cue = next((c for c in cues if c.kind == kind), None)
         if cue is None:
             continue
+        mentions = mentions() if callable(mentions) else mentions
         ids, latest = _latest_turn(
-            mentions() if callable(mentions) else mentions,
+            mentions,
             gate,
             lambda eid: eid in entities and constraint.accepts(entities[eid])
             and (not partial_set or eid in partial_set),
             batch=max_candidates + 1 if max_candidates else None,
         )
         if ids and latest is not None:
-            step = {"rule": rule, "cue": cue.word, "entity_ids": ids, "at": latest.at.isoformat()}
-            if latest.conversation_id is not None:
-                step["conversation_id"] = latest.conversation_id
-            return _decide(ids, evidence + [step], max_candidates)
+            return _decide(ids, evidence + [_mention_step(rule, cue, ids, latest)], max_candidates)
+        if constraint.types:
+            anchors, latest = _latest_turn(mentions, gate, lambda eid: eid in entities and not constraint.type_ok(entities[eid])
+                                           and (not named_other or eid in named_other))
+            followed = anchors and follow_relations(anchors, matcher=matcher, accepts=accepts_type, visible=gate.visible_list)
+            if followed:
+                return _decide(followed.ids, evidence + [_mention_step(rule, cue, anchors, latest), followed.step],
+                               max_candidates)
+
+    if named_other:
+        followed = follow_relations(gate.visible_list(named_other), matcher=matcher, accepts=accepts_type,
+                                    visible=gate.visible_list)
+        if followed is not None:
+            return _decide(followed.ids, evidence + [followed.step], max_candidates)
 
     # (e): type / category word standing alone. Words attached to a number or code ("3号拖拉机",
     # "工单0012") name a specific entity that is not visible: answering with another entity of
@@ -159,7 +228,36 @@ def resolve(
             step["entity_ids"], step["truncated"] = resolution.candidates, True
         return resolution
 
+    # (g): parts of names no earlier rule read ("那台喷雾机" for 3号喷杆喷雾机, "5号拖拉机" for 5号轮式拖拉机).
+    if part_ids and (resolution := narrow(require_values=False)) is not None:
+        return resolution
     return Resolution(status="none", evidence=evidence)
+
+
+def _mention_step(rule: str, cue: Cue, ids: list[int], latest: MentionEvidence) -> dict:
+    step = {"rule": rule, "cue": cue.word, "entity_ids": ids, "at": latest.at.isoformat()}
+    if latest.conversation_id is not None:
+        step["conversation_id"] = latest.conversation_id
+    return step
+
+
+def _narrowed_decision(ids: list[int], evidence: list[dict], cues: list[Cue], windows, gate: _Gate,
+                       limit: int | None) -> Resolution:
+    """Several entities named by values or parts: "那台" means the one of them just discussed in this
+    conversation; "上次" the one discussed last in any."""
+    if len(ids) > 1:
+        among = set(ids)
+        for rule, kind, mentions in windows:
+            if kind == "coref":
+                cue = next((c for c in cues if c.kind == "coref" or c.word in DEMONSTRATIVES), None)
+            else:
+                cue = next((c for c in cues if c.kind == kind and c.word not in DEMONSTRATIVES), None)
+            if cue is None:
+                continue
+            latest_ids, latest = _latest_turn(mentions() if callable(mentions) else mentions, gate, lambda eid: eid in among)
+            if latest_ids and latest is not None:
+                return _decide(latest_ids, evidence + [_mention_step(rule, cue, latest_ids, latest)], limit)
+    return _decide(ids, evidence, limit)
 
 
 def _type_evidence(type_cues: list[Cue], constraint: _Constraint) -> list[dict]:

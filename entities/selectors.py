@@ -1,12 +1,14 @@
 import threading
 import time
+from datetime import datetime
 
 from django.core.cache import cache
 from django.db.models import Q, QuerySet, Value
 from django.db.models.functions import Lower
 from django.http import Http404
+from django.utils import timezone
 
-from entities.models import Entity
+from entities.models import Entity, EntityRelation
 from tenancy.models import Org
 
 MAX_MATCHERS = 64  # orgs whose matcher stays in process
@@ -62,18 +64,20 @@ def entity_refs(*, org_id: int) -> dict:
     }
 
 
-def _entity_snapshot(org_id: int) -> tuple[dict, frozenset[int]]:
-    """The org's active entities as EntityRefs, and which of them are restricted: one query."""
+def _entity_snapshot(org_id: int) -> tuple[dict, frozenset[int], dict[int, dict]]:
+    """The org's active entities as EntityRefs, which of them are restricted, and their attributes: one query."""
     from entities.matcher import EntityRef
 
-    refs, restricted = {}, set()
+    refs, restricted, attributes = {}, set(), {}
     rows = Entity.objects.filter(org_id=org_id, active=True).values_list(
-        "id", "type", "external_id", "name", "aliases", "restricted")
-    for id_, type_, external_id, name, aliases, is_restricted in rows:
+        "id", "type", "external_id", "name", "aliases", "restricted", "attributes")
+    for id_, type_, external_id, name, aliases, is_restricted, attrs in rows:
         refs[id_] = EntityRef(id=id_, type=type_, external_id=external_id, name=name, aliases=tuple(aliases or ()))
         if is_restricted:
             restricted.add(id_)
-    return refs, frozenset(restricted)
+        if attrs:
+            attributes[id_] = attrs
+    return refs, frozenset(restricted), attributes
 
 
 def entity_matcher_for_org(*, org_id: int):
@@ -91,11 +95,13 @@ def entity_matcher_for_org(*, org_id: int):
         cached = _matchers.get(org_id)
         if cached and cached[0] == version:
             return cached[1]
-        refs, restricted = _entity_snapshot(org_id)
+        refs, restricted, attributes = _entity_snapshot(org_id)
         matcher = EntityMatcher(refs.values()) if refs else None
         if matcher is not None:
             matcher.refs = refs
             matcher.restricted = restricted
+            matcher.attributes = attributes
+            matcher.graph = relation_graph(org_id=org_id)
         _matchers[org_id] = (version, matcher)
         while len(_matchers) > MAX_MATCHERS:
             _matchers.pop(next(iter(_matchers)))
@@ -124,3 +130,22 @@ def entity_labels(*, entity_ids) -> dict[int, str]:
     if not entity_ids:
         return {}
     return {row[0]: f"{row[1]}:{row[2]}" for row in Entity.objects.filter(id__in=set(entity_ids)).values_list("id", "type", "external_id")}
+
+
+def current_q(at: datetime | None = None, prefix: str = "") -> Q:
+    """Relations in force at `at` (now by default): begun, and not yet ended."""
+    at = at or timezone.now()
+    return ((Q(**{f"{prefix}valid_from__isnull": True}) | Q(**{f"{prefix}valid_from__lte": at}))
+            & (Q(**{f"{prefix}valid_to__isnull": True}) | Q(**{f"{prefix}valid_to__gt": at})))
+
+
+def relation_graph(*, org_id: int) -> dict[int, tuple[tuple[int, str, str], ...]]:
+    """The org's relations in force between active entities, as adjacency: entity id → ((other id, type,
+    "out" | "in"), ...). One query; the resolver's snapshot keeps it per registry generation."""
+    rows = (EntityRelation.objects.filter(org_id=org_id, from_entity__active=True, to_entity__active=True)
+            .filter(current_q()).values_list("from_entity_id", "to_entity_id", "type"))
+    graph: dict[int, list[tuple[int, str, str]]] = {}
+    for source_id, target_id, type_ in rows:
+        graph.setdefault(source_id, []).append((target_id, type_, "out"))
+        graph.setdefault(target_id, []).append((source_id, type_, "in"))
+    return {k: tuple(v) for k, v in graph.items()}

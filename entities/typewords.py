@@ -24,6 +24,7 @@ from entities.matcher import inside_token, leftmost_longest, normalize, normaliz
 __all__ = [
     "CATEGORIES",
     "COREF_CUES",
+    "DEMONSTRATIVES",
     "LONG_TERM_CUES",
     "NOT_PART_OF",
     "TYPE_WORDS",
@@ -57,15 +58,23 @@ CATEGORIES: Mapping[str, tuple[str, tuple[str, ...]]] = {
 # Pronouns and deictics that refer to what was just discussed in this conversation.
 COREF_CUES: tuple[str, ...] = (
     "它", "它的", "它们", "这台", "这个", "这辆", "这部", "这款", "这张", "这份", "这件", "该",
+    "这家", "这位", "这单", "这间", "这条", "这只", "她的", "他的",
     "it", "its", "this", "this one", "that one", "that machine", "the same one",
 )
 
 # Words that refer back to an earlier conversation ("上次那台收割机").
 LONG_TERM_CUES: tuple[str, ...] = (
     "上次", "上回", "之前", "以前", "先前", "那台", "那辆", "那部", "那个", "那款", "那张",
+    "那家", "那位", "那边", "那单", "那间", "那条", "那只",
     "last time", "previously", "earlier", "the one we discussed", "the one we talked about",
     "we discussed", "we talked about",
 )
+
+# The long-term cues that are plain demonstratives: "那辆 K9A" points at the one just discussed when the
+# conversation has one, and is ambiguous otherwise; only an explicit past ("上次", "last time") reaches back
+# into earlier conversations to choose among several named entities.
+DEMONSTRATIVES: frozenset[str] = frozenset({"那台", "那辆", "那部", "那个", "那款", "那张", "那家", "那位", "那边",
+                                           "那单", "那间", "那条", "那只"})
 
 # Compounds in which a short word does not carry its cue meaning ("应该" is not "该",
 # "其它" is not "它", "刹车" is a brake, "车间" a workshop). Matched before the word itself.
@@ -73,6 +82,7 @@ NOT_PART_OF: Mapping[str, tuple[str, ...]] = {
     "车": ("刹车", "停车", "倒车", "开车", "上车", "下车", "堵车", "车间", "车站", "车票", "车次"),
     "它": ("其它",),
     "该": ("应该", "活该", "该不该"),
+    "他的": ("其他的",),
     "机器": ("机器学习",),
     "this": ("this time",),
 }

@@ -111,6 +111,21 @@ class CaseRunner:
                     "attributes": e.get("attributes", {}), **({"grants": e["grants"]} if "grants" in e else {})}
                    for e in entities]
         self.call(self.client(org, user), "post", "/api/v1/entities/bulk", {"entities": payload}, "entities")
+        # Relations name their target by the case's entity id; the type comes from that entity.
+        types = {}
+        for e in entities:
+            types.setdefault(e["id"], set()).add(e["type"])
+        relations = []
+        for e in entities:
+            for r in e.get("relations") or []:
+                target_types = types.get(r["to"], set())
+                if len(target_types) != 1:
+                    raise ValueError(f"relation of {e['id']!r} names {r['to']!r}, which is not exactly one entity of the case")
+                relations.append({"from": {"type": e["type"], "external_id": e["id"]}, "type": r["type"],
+                                  "to": {"type": next(iter(target_types)), "external_id": r["to"]},
+                                  **{k: r[k] for k in ("valid_from", "valid_to", "source") if k in r}})
+        if relations:
+            self.call(self.client(org, user), "post", "/api/v1/relations/bulk", {"relations": relations}, "relations")
 
     def _flush_messages(self, pending: list[dict]) -> None:
         if not pending:

@@ -6,7 +6,7 @@ makes the whole file invalid, with an error naming the case and the step.
 """
 
 CASE_FIELDS = {"id", "description", "org", "user", "entities", "steps"}
-ENTITY_FIELDS = {"type", "id", "name", "aliases", "attributes", "grants"}
+ENTITY_FIELDS = {"type", "id", "name", "aliases", "attributes", "grants", "relations"}
 
 # Fields every step may carry besides its op's own: the acting user and org.
 COMMON_STEP_FIELDS = {"op", "user", "org"}
@@ -66,6 +66,8 @@ def validate_case(case: dict, line: int | None = None) -> None:
             problems.append(f"entities[{index}] is not an object")
         elif bad := _unknown(entity, ENTITY_FIELDS):
             problems.append(f"entities[{index}]: unknown field(s) {bad}")
+        else:
+            problems += [f"entities[{index}].relations[{i}]: {p}" for i, p in _relation_problems(entity.get("relations"))]
     steps = case.get("steps") or []
     if not isinstance(steps, list):
         problems.append("steps must be a list")
@@ -75,6 +77,25 @@ def validate_case(case: dict, line: int | None = None) -> None:
                      for p in _step_problems(step)]
     if problems:
         raise ScenarioFormatError(f"{where}: " + "; ".join(problems))
+
+
+RELATION_FIELDS = {"type", "to", "valid_from", "valid_to", "source"}
+
+
+def _relation_problems(relations) -> list[tuple[int, str]]:
+    if relations is None:
+        return []
+    if not isinstance(relations, list):
+        return [(0, "relations must be a list")]
+    problems = []
+    for index, relation in enumerate(relations):
+        if not isinstance(relation, dict):
+            problems.append((index, "a relation must be an object"))
+        elif bad := _unknown(relation, RELATION_FIELDS):
+            problems.append((index, f"unknown field(s) {bad}"))
+        elif missing := sorted({"type", "to"} - set(relation)):
+            problems.append((index, f"missing field(s) {missing}"))
+    return problems
 
 
 def _step_problems(step) -> list[str]:

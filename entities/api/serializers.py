@@ -2,13 +2,13 @@ from django.conf import settings
 from rest_framework import serializers
 
 from entities.models import Entity
-from tenancy.api import MAX_DB_INT, StrictCharField, StrictSerializer, at_most
+from tenancy.api import MAX_DB_INT, BoundedDateTimeField, StrictCharField, StrictSerializer, at_most
 from tenancy.identifiers import USER_ID_MESSAGE, USER_ID_RE
 
 TYPE_RE = r"^[a-z][a-z0-9_\-]{0,49}$"
 # The entity routes take the external id as a <path:...> (it may hold '/'); an id ending with an
 # action suffix would be routed to that action, so it is refused here (entities/api/urls.py).
-RESERVED_SUFFIXES = ("/deactivate", "/access/grant", "/access/revoke")
+RESERVED_SUFFIXES = ("/deactivate", "/access/grant", "/access/revoke", "/neighbours")
 
 
 class EntityInputSerializer(StrictSerializer):
@@ -70,3 +70,98 @@ class ResolveOutputSerializer(serializers.Serializer):
     # More visible candidates exist than `candidates` lists (capped by RESOLVE_MAX_CANDIDATES).
     candidates_truncated = serializers.BooleanField()
     evidence = serializers.ListField(child=serializers.DictField())
+
+
+# ------------------------------------------------------------------ relations
+class EntityRefSerializer(StrictSerializer):
+    type = serializers.RegexField(TYPE_RE)
+    external_id = StrictCharField(max_length=200)
+
+
+class RelationInputSerializer(StrictSerializer):
+    # "from" is a Python keyword: the field is declared under its wire name below.
+    type = serializers.RegexField(TYPE_RE, help_text="Open string: about, is_model, located_at, served_by, ...")
+    to = EntityRefSerializer()
+    valid_from = BoundedDateTimeField(required=False, allow_null=True)
+    valid_to = BoundedDateTimeField(required=False, allow_null=True)
+    source = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
+                             help_text="Who asserted the relation (e.g. erp-sync); the API key's actor when empty.")
+
+    def get_fields(self):
+        fields = super().get_fields()
+        fields["from"] = EntityRefSerializer()
+        return fields
+
+    def validate(self, attrs):
+        attrs["from_ref"], attrs["to_ref"] = attrs.pop("from"), attrs.pop("to")
+        return attrs
+
+
+class RelationBulkInputSerializer(StrictSerializer):
+    relations = RelationInputSerializer(many=True, allow_empty=False)
+
+    def validate_relations(self, value):
+        return at_most(value, settings.MAX_BATCH_MESSAGES, "relations per batch")
+
+
+class RelationKeySerializer(StrictSerializer):
+    type = serializers.RegexField(TYPE_RE)
+    to = EntityRefSerializer()
+
+    def get_fields(self):
+        fields = super().get_fields()
+        fields["from"] = EntityRefSerializer()
+        return fields
+
+    def validate(self, attrs):
+        attrs["from_ref"], attrs["to_ref"] = attrs.pop("from"), attrs.pop("to")
+        return attrs
+
+
+class RelationEndInputSerializer(StrictSerializer):
+    relations = RelationKeySerializer(many=True, allow_empty=False)
+
+    def validate_relations(self, value):
+        return at_most(value, settings.MAX_BATCH_MESSAGES, "relations per batch")
+
+
+class RelatedEntitySerializer(serializers.Serializer):
+    type = serializers.CharField()
+    external_id = serializers.CharField()
+    name = serializers.CharField()
+
+
+class RelationOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    type = serializers.CharField()
+    valid_from = serializers.DateTimeField(allow_null=True)
+    valid_to = serializers.DateTimeField(allow_null=True)
+    source = serializers.CharField()
+    current = serializers.BooleanField()
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        data["from"] = RelatedEntitySerializer(instance.from_entity).data
+        data["to"] = RelatedEntitySerializer(instance.to_entity).data
+        return data
+
+
+class NeighbourSerializer(serializers.Serializer):
+    relation_id = serializers.IntegerField()
+    type = serializers.CharField()
+    direction = serializers.ChoiceField(choices=["out", "in"], help_text="out: this entity —type→ the neighbour")
+    entity = RelatedEntitySerializer()
+    valid_from = serializers.DateTimeField(allow_null=True)
+    valid_to = serializers.DateTimeField(allow_null=True)
+    source = serializers.CharField()
+    current = serializers.BooleanField()
+
+
+class NeighboursOutputSerializer(serializers.Serializer):
+    entity = RelatedEntitySerializer()
+    neighbours = NeighbourSerializer(many=True)
+
+
+class NeighboursQuerySerializer(StrictSerializer):
+    include_history = serializers.BooleanField(required=False, default=False)
+    type = serializers.RegexField(TYPE_RE, required=False)

@@ -10,6 +10,11 @@ from entities.api import views
 urlpatterns = [
     path("entities", views.EntityListUpsertApi.as_view(), name="entity-list"),
     path("entities/bulk", views.EntityBulkUpsertApi.as_view(), name="entity-bulk"),
+    path("relations", views.RelationUpsertApi.as_view(), name="relation-upsert"),
+    path("relations/bulk", views.RelationBulkUpsertApi.as_view(), name="relation-bulk"),
+    path("relations/end", views.RelationEndApi.as_view(), name="relation-end"),
+    path("relations/<int:relation_id>", views.RelationDetailApi.as_view(), name="relation-detail"),
+    path("entities/<str:type>/<path:external_id>/neighbours", views.EntityNeighboursApi.as_view(), name="entity-neighbours"),
     path("entities/<str:type>/<path:external_id>/deactivate", views.EntityDeactivateApi.as_view(),
          name="entity-deactivate"),
     path("entities/<str:type>/<path:external_id>/access/grant", views.EntityGrantApi.as_view(), name="entity-grant"),

@@ -1,11 +1,13 @@
 from django.http import Http404
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import status
+from rest_framework.fields import IntegerField
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from entities import selectors, services
+from entities import relations, selectors, services
 from entities.api import serializers as s
+from entities.models import EntityRelation
 from entities.policy import get_access_policy
 from tenancy.api import SeqCursorPagination
 
@@ -91,3 +93,70 @@ class EntityGrantApi(EntityAccessApi):
 
 class EntityRevokeApi(EntityAccessApi):
     grant = False
+
+
+# ------------------------------------------------------------------ relations
+def _relation_error(exc: relations.RelationError) -> Response:
+    return Response({exc.field: [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+
+
+class RelationUpsertApi(APIView):
+    @extend_schema(request=s.RelationInputSerializer, responses={201: s.RelationOutputSerializer, 200: s.RelationOutputSerializer})
+    def post(self, request):
+        data = s.RelationInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            result = relations.relation_upsert(org=request.user.org, actor=_actor(request), **data.validated_data)
+        except relations.RelationError as exc:
+            return _relation_error(exc)
+        return Response(s.RelationOutputSerializer(result.relation).data, status=201 if result.created else 200)
+
+
+class RelationBulkUpsertApi(APIView):
+    @extend_schema(request=s.RelationBulkInputSerializer, responses={201: s.RelationOutputSerializer(many=True)})
+    def post(self, request):
+        data = s.RelationBulkInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            rows = relations.relations_bulk_upsert(org=request.user.org, items=data.validated_data["relations"],
+                                                   actor=_actor(request))
+        except relations.RelationError as exc:
+            return _relation_error(exc)  # the batch is one transaction: nothing of it was stored
+        return Response(s.RelationOutputSerializer([r.relation for r in rows], many=True).data, status=status.HTTP_201_CREATED)
+
+
+class RelationEndApi(APIView):
+    @extend_schema(request=s.RelationEndInputSerializer, responses={200: inline_serializer("RelationsEnded", {"ended": IntegerField()})})
+    def post(self, request):
+        data = s.RelationEndInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            ended = relations.relations_end(org=request.user.org, items=data.validated_data["relations"], actor=_actor(request))
+        except relations.RelationError as exc:
+            return _relation_error(exc)
+        return Response({"ended": ended})
+
+
+class RelationDetailApi(APIView):
+    @extend_schema(request=None, responses=s.RelationOutputSerializer)
+    def delete(self, request, relation_id: int):
+        # Ends the relation (it becomes history); the row stays for the audit.
+        relation = EntityRelation.objects.filter(org=request.user.org, id=relation_id).select_related(
+            "from_entity", "to_entity", "org").first()
+        if relation is None:
+            raise Http404
+        return Response(s.RelationOutputSerializer(relations.relation_end(relation=relation, actor=_actor(request))).data)
+
+
+class EntityNeighboursApi(APIView):
+    @extend_schema(parameters=[OpenApiParameter("include_history", bool, required=False),
+                               OpenApiParameter("type", str, required=False, description="relation type")],
+                   responses=s.NeighboursOutputSerializer)
+    def get(self, request, type: str, external_id: str):
+        entity = _visible_entity(request, type, external_id)
+        params = s.NeighboursQuerySerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        out = relations.entity_neighbours_visible(entity=entity, user_id=request.user.user_id,
+                                                  include_history=params.validated_data["include_history"],
+                                                  type=params.validated_data.get("type"))
+        return Response(s.NeighboursOutputSerializer({"entity": entity, "neighbours": out}).data)

@@ -15,17 +15,22 @@ def recall_item_data(item, labels: dict[int, str], explain: bool) -> dict:
             # caller shows this one as what held before, with its date.
             "as": item.presented_as}
     if explain:
-        data["score_parts"] = {k: v for k, v in item.parts.items() if k not in ("conflicts", "history")}
+        data["score_parts"] = {k: v for k, v in item.parts.items() if k not in ("conflicts", "history", "entity_path")}
         if "conflicts" in item.parts:
             data["conflicts"] = item.parts["conflicts"]  # open possible conflicts this item is part of
         if "history" in item.parts:
             data["history"] = item.parts["history"]  # which newer item made it history, and why
+        if "entity_path" in item.parts:  # recalled through a relation: which one
+            path = item.parts["entity_path"]
+            data["entity_path"] = {"from": labels.get(path["from"], str(path["from"])), "relation": path["relation"],
+                                   "direction": path["direction"], "to": labels.get(path["to"], str(path["to"]))}
     return data
 
 
 def recall_body(result, *, explain: bool) -> dict:
     """The recall response body; with explain, each item's score parts and the pipeline's stages and timings."""
-    labels = entity_labels(entity_ids={e for item in result.items for e in item.entity_ids})
+    labels = entity_labels(entity_ids={e for item in result.items for e in item.entity_ids}
+                           | {item.parts["entity_path"]["from"] for item in result.items if "entity_path" in item.parts})
     body = {"items": [recall_item_data(item, labels, explain) for item in result.items],
             "degraded": result.degraded, "degraded_reason": result.degraded_reason}
     if explain:

@@ -137,6 +137,17 @@ class MemoryItemOutputSerializer(serializers.Serializer):
     content = serializers.CharField()
 
 
+class EntityPathOutputSerializer(serializers.Serializer):
+    relation = serializers.CharField()
+    direction = serializers.ChoiceField(choices=["out", "in"])
+    to = serializers.CharField()
+
+    def get_fields(self):
+        fields = super().get_fields()
+        fields["from"] = serializers.CharField()  # a Python keyword: declared here under its wire name
+        return fields
+
+
 class RecallItemOutputSerializer(MemoryItemOutputSerializer):
     assertion = serializers.CharField()
     valid_from = serializers.DateTimeField(allow_null=True)
@@ -148,6 +159,9 @@ class RecallItemOutputSerializer(MemoryItemOutputSerializer):
     entity_ids = serializers.ListField(child=serializers.CharField())
     score = serializers.FloatField()
     score_parts = serializers.DictField(child=serializers.FloatField(), required=False)
+    entity_path = EntityPathOutputSerializer(required=False, help_text=(
+        "With explain, for an item recalled through a relation: the entity the query named, the relation, "
+        "and the neighbour the item is linked to."))
     history = serializers.DictField(required=False, help_text=(
         "With explain, on a history item: `current` (the id of the newer item that made it history), "
         "`reason`, `subject_score`, `cosine`, `cue`, `old_named`, `head`."))

@@ -1,4 +1,4 @@
-"""The two read-only MCP tools: `recall_memory` and `get_context`.
+"""The read-only MCP tools: `recall_memory`, `get_context` and `entity_neighbours`.
 
 A tool's input schema is a contract in both directions: tools/list publishes it and every call is
 checked against it, unknown arguments included (`additionalProperties: false`). The REST input
@@ -114,6 +114,36 @@ RECALL_OUTPUT_SCHEMA = {
                    "degraded_reason": {"type": ["string", "null"]}},
     "required": ["items", "degraded", "degraded_reason"],
 }
+_RELATED = {"type": "object", "properties": {"type": {"type": "string"}, "external_id": {"type": "string"},
+                                            "name": {"type": "string"}}, "required": ["type", "external_id", "name"]}
+NEIGHBOURS_OUTPUT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "entity": _RELATED,
+        "neighbours": {"type": "array", "items": {"type": "object", "properties": {
+            "relation_id": {"type": "integer"}, "type": {"type": "string"}, "direction": {"enum": ["out", "in"]},
+            "entity": _RELATED, "valid_from": {"type": ["string", "null"]}, "valid_to": {"type": ["string", "null"]},
+            "source": {"type": "string"}, "current": {"type": "boolean"}}}},
+    },
+    "required": ["entity", "neighbours"],
+}
+
+
+def _neighbours_input_schema() -> dict:
+    return {
+        "type": "object",
+        "properties": {
+            "type": {"type": "string", "minLength": 1, "maxLength": 50, "description": "The entity's type (asset, workorder, ...)."},
+            "external_id": {"type": "string", "minLength": 1, "maxLength": 200, "description": "The entity's stable business id."},
+            "include_history": {"type": "boolean", "default": False,
+                                "description": "Also list relations that have ended (dated by valid_to)."},
+            "relation_type": {"type": "string", "minLength": 1, "maxLength": 50, "description": "Only relations of this type."},
+        },
+        "required": ["type", "external_id"],
+        "additionalProperties": False,
+    }
+
+
 CONTEXT_OUTPUT_SCHEMA = {
     "type": "object",
     "properties": {
@@ -221,6 +251,26 @@ def get_context(principal: ApiPrincipal, arguments: dict) -> dict:
     return context_data(result)  # the body ContextApi returns
 
 
+def entity_neighbours(principal: ApiPrincipal, arguments: dict) -> dict:
+    from entities.api.serializers import NeighboursOutputSerializer
+    from entities.policy import get_access_policy
+    from entities.relations import entity_neighbours_visible
+    from entities.selectors import entity_get
+
+    try:
+        entity = entity_get(org=principal.org, type=arguments["type"], external_id=arguments["external_id"])
+        allowed = get_access_policy().allowed_ids(org_id=principal.org.id, user_id=principal.user_id, entity_ids={entity.id})
+        if entity.id not in allowed:
+            raise Http404
+    except Http404:
+        # The same words for a missing and a hidden entity: existence is never revealed.
+        raise ToolError(f"Entity {arguments['type']}:{arguments['external_id']} not found.") from None
+    out = entity_neighbours_visible(entity=entity, user_id=principal.user_id,
+                                    include_history=arguments.get("include_history", False),
+                                    type=arguments.get("relation_type"))
+    return NeighboursOutputSerializer({"entity": entity, "neighbours": out}).data
+
+
 # --------------------------------------------------------------------------- registry
 
 @dataclass(frozen=True)
@@ -253,6 +303,13 @@ TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in [
         description="Build the token-budgeted context for the next turn of a conversation: your evidence "
                     "(numbered for citation), task state, relevant memories, summary and recent messages, ending "
                     "with the new message; each section says what was included, dropped or truncated. Read-only.",
+    ),
+    ToolSpec(
+        name="entity_neighbours", title="Entity neighbours", input_schema=_neighbours_input_schema,
+        output_schema=NEIGHBOURS_OUTPUT_SCHEMA, handler=entity_neighbours,
+        description="List the business objects related to one entity (a work order's asset, an asset's model, "
+                    "site and work orders), with each relation's type, direction and validity; only entities the "
+                    "acting user may read. Read-only.",
     ),
 ]}
 

@@ -1,5 +1,6 @@
 """The read path (DESIGN §6): scope → candidates (vector + keyword, fused) → MySQL back-check →
 dedup → rank → top-k. Every stage can report what it kept and dropped (explain / console)."""
+import dataclasses
 import logging
 import math
 import time
@@ -14,6 +15,7 @@ from memory.second_look import neighbour_candidates, second_look
 from memory.selectors.conflict_marks import conflicts_apply, open_conflicts
 from memory.selectors.corpus import Candidate, UserCorpus, user_corpus
 from memory.selectors.current_state import history_apply, history_window
+from memory.selectors.entity_focus import EntityFocus, entity_focus
 from memory.selectors.episode_lineage import Lineage, episode_lineage
 from memory.selectors.query_vectors import start_query_vectors
 from memory.selectors.recall_candidates import (  # noqa: F401  (the types are part of this module's interface)
@@ -37,7 +39,8 @@ logger = logging.getLogger(__name__)
 _STATIC = ("recency", "importance", "frequency", "entity", "episode", "stale_episode")
 
 
-def _static_parts(q: RecallQuery, memory: Candidate, links: list[int], state: str) -> dict:
+def _static_parts(q: RecallQuery, memory: Candidate, links: list[int], state: str,
+                  focus: EntityFocus | None = None) -> dict:
     """The parts of a candidate's score that do not depend on the query's relevance (the same in
     every round of one recall)."""
     w = settings.RECALL_WEIGHTS
@@ -45,6 +48,14 @@ def _static_parts(q: RecallQuery, memory: Candidate, links: list[int], state: st
     when = memory.occurred_at or memory.created_at or now
     age_days = max(0.0, (now - when).total_seconds() / 86400)
     boost = q.boost_entity_ids
+    link, path = focus.part(links) if focus is not None else (None, None)
+    if link is not None and not (boost and set(boost) & set(links)):
+        # Linked to what the query names, or one relation away from it (below a direct link).
+        parts = _static_parts(q, memory, links, state)
+        parts["entity"] = w["entity"] * (1.0 if link == "direct" else settings.RECALL_ENTITY_HOP_SHARE)
+        if path is not None:
+            parts["entity_path"] = path
+        return parts
     return {
         "recency": round(w["recency"] * math.pow(0.5, age_days / settings.RECALL_RECENCY_HALF_LIFE_DAYS), 4),
         "importance": round(w["importance"] * memory.importance, 4),
@@ -60,7 +71,8 @@ def _static_parts(q: RecallQuery, memory: Candidate, links: list[int], state: st
 def _rank(q: RecallQuery, kept: dict[int, Candidate], semantic: dict[int, float], keyword: dict[int, float],
           links: dict[int, list[int]], raw_semantic: dict[int, float],
           lineage: dict[int, Lineage] | None = None,
-          bonus: dict[int, float] | None = None, static: dict[int, dict] | None = None) -> list[tuple[int, float, dict]]:
+          bonus: dict[int, float] | None = None, static: dict[int, dict] | None = None,
+          focus: EntityFocus | None = None) -> list[tuple[int, float, dict]]:
     """`static`: the recall's cache of `_static_parts` per candidate (filled here), so a second round
     only adds the relevance and the bonus."""
     w_sem, w_kw = fusion_weights(q.query)
@@ -80,7 +92,7 @@ def _rank(q: RecallQuery, kept: dict[int, Candidate], semantic: dict[int, float]
         fixed = static.get(memory_id)
         if fixed is None:
             state = lineage[memory_id].state if memory_id in lineage else "none"
-            fixed = static[memory_id] = _static_parts(q, memory, links.get(memory_id, ()), state)
+            fixed = static[memory_id] = _static_parts(q, memory, links.get(memory_id, ()), state, focus)
         # Only what the score adds up is rounded here; the rest when an item is served (_served_parts):
         # most candidates are never served, and rounding them all was a visible share of a recall.
         parts = {"semantic": sem, "cosine": cosine, "keyword": kw, "relevance": round(relevance, 4), **fixed}
@@ -175,6 +187,10 @@ def recall(q: RecallQuery) -> RecallResult:
     pending = q.pending_vectors or start_query_vectors(q.query, embedder)
     t0 = time.perf_counter()
     corpus = user_corpus(q.org.id, q.user_id)
+    focus = entity_focus(org=q.org, user_id=q.user_id, query=q.query, conversation_id=q.conversation_id)
+    if focus is not None and focus.memory_ids:
+        # Linked memories are candidates whatever their wording, and the relevance floor spares them.
+        q = dataclasses.replace(q, include_ids=set(q.include_ids) | set(focus.memory_ids))
     keyword_raw = corpus.keyword_scores(keyword_text(q.query))
     keyword_top = dict(sorted(keyword_raw.items(), key=lambda pair: -pair[1])[:limit])
     result.timings_ms["keyword"] = (time.perf_counter() - t0) * 1000
@@ -213,7 +229,7 @@ def recall(q: RecallQuery) -> RecallResult:
         top_kw = max(keyword_raw.values(), default=0.0)
         keyword = {m: keyword_raw.get(m, 0.0) / top_kw for m in kept} if top_kw > 0 else {}
         semantic = minmax(raw_semantic) if settings.RECALL_NORMALIZE_SEMANTIC else raw_semantic
-        return _rank(q, kept, semantic, keyword, links, raw_semantic, lineage, bonus, static)
+        return _rank(q, kept, semantic, keyword, links, raw_semantic, lineage, bonus, static, focus)
 
     def admit(ids: set[int]) -> None:  # later candidates (second look): back-checked and lineage-checked like the first
         more, more_sources, more_links = back_check(q, ids - set(kept), result, corpus)

@@ -514,3 +514,28 @@ def test_console_actions_never_log_memory_text(console, org, seeded, caplog, dja
         console.post(reverse("admin:memory_memory_forget", args=[memory.id]), {"approve_now": "1"})
     text = caplog.text.lower()
     assert "zebras" not in text and "dark roast" not in text
+
+
+# --------------------------------------------------------------------------- entity neighbourhood
+def test_entity_page_shows_relations_with_validity_and_the_memories_linked_along_them(console, org,
+                                                                                     django_capture_on_commit_callbacks):
+    from entities.relations import relation_upsert, relations_end
+
+    asset, _ = entity_upsert(org=org, type="asset", external_id="FR-1", name="1号冷柜")
+    current, _ = entity_upsert(org=org, type="workorder", external_id="WO-7", name="维修单7")
+    ended, _ = entity_upsert(org=org, type="workorder", external_id="WO-3", name="维修单3")
+    for wo in ("WO-7", "WO-3"):
+        relation_upsert(org=org, from_ref={"type": "workorder", "external_id": wo}, type="about",
+                        to_ref={"type": "asset", "external_id": "FR-1"}, source="erp-sync")
+    relations_end(org=org, items=[{"from_ref": {"type": "workorder", "external_id": "WO-3"}, "type": "about",
+                                   "to_ref": {"type": "asset", "external_id": "FR-1"}}])
+    with django_capture_on_commit_callbacks(execute=True):
+        along = write(org, "The compressor start capacitor was replaced", entity_ids=[current.id]).memory
+        old = write(org, "Door seal ordered from the supplier", entity_ids=[ended.id]).memory
+
+    page = console.get(reverse("admin:entities_entity_change", args=[asset.id])).content.decode()
+    section = page[page.index('id="neighbourhood"'):page.index('id="mentions"')]
+    assert "WO-7" in section and "WO-3" in section and "erp-sync" in section
+    assert section.index("WO-7") < section.index("WO-3") and "history" in section[section.index("WO-3"):]
+    along_part = section[section.index("Memories linked along"):]
+    assert f"memory {along.id}</a>" in along_part and f"memory {old.id}</a>" not in along_part

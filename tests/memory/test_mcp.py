@@ -16,7 +16,7 @@ from tenancy.throttling import ApiKeyRateThrottle
 from tests.conftest import make_client
 from tests.conversations.api_helpers import create_conversation
 
-TOOLS = {"recall_memory", "get_context"}
+TOOLS = {"recall_memory", "get_context", "entity_neighbours"}
 IDENTITY_WORDS = ("user", "org", "tenant", "actor", "key")
 
 live = pytest.mark.django_db(transaction=True)
@@ -77,7 +77,7 @@ def mcp_url(live_server) -> str:
 # --------------------------------------------------------------------------- over HTTP, with the SDK client
 
 @live
-def test_initialize_and_list_exactly_two_read_only_tools(mcp_url, org):
+def test_initialize_and_list_exactly_the_read_only_tools(mcp_url, org):
     api = make_client(org, "u1")
 
     async def main():
@@ -86,7 +86,7 @@ def test_initialize_and_list_exactly_two_read_only_tools(mcp_url, org):
             assert session.initialize_result.capabilities.tools is not None
             return (await session.list_tools()).tools
     tools = anyio.run(main)
-    assert {t.name for t in tools} == TOOLS and len(tools) == 2
+    assert {t.name for t in tools} == TOOLS and len(tools) == len(TOOLS)
     for tool in tools:
         schema = tool.input_schema
         assert schema["type"] == "object" and schema["additionalProperties"] is False
@@ -95,6 +95,30 @@ def test_initialize_and_list_exactly_two_read_only_tools(mcp_url, org):
     by_name = {t.name: t.input_schema for t in tools}
     assert set(by_name["recall_memory"]["properties"]) == {"query", "k", "kinds", "at", "conversation_id"}
     assert set(by_name["get_context"]["properties"]) == {"conversation_id", "message", "budget", "evidence"}
+    assert set(by_name["entity_neighbours"]["properties"]) == {"type", "external_id", "include_history", "relation_type"}
+
+
+@live
+def test_entity_neighbours_lists_only_what_the_user_may_read(mcp_url, org):
+    api = make_client(org, "u1")
+    entities = [{"type": "asset", "external_id": "A-1", "name": "1号冷柜"},
+                {"type": "workorder", "external_id": "WO-1", "name": "工单1"},
+                {"type": "workorder", "external_id": "WO-2", "name": "工单2", "grants": ["someone-else"]}]
+    assert api.post("/api/v1/entities/bulk", {"entities": entities}, format="json").status_code == 201
+    relations = [{"from": {"type": "workorder", "external_id": wo}, "type": "about", "to": {"type": "asset", "external_id": "A-1"}}
+                 for wo in ("WO-1", "WO-2")]
+    assert api.post("/api/v1/relations/bulk", {"relations": relations}, format="json").status_code == 201
+
+    [listed, hidden, missing] = call(mcp_url, auth_headers(api.raw_key, "u1"),
+                                     ("entity_neighbours", {"type": "asset", "external_id": "A-1"}),
+                                     ("entity_neighbours", {"type": "workorder", "external_id": "WO-2"}),
+                                     ("entity_neighbours", {"type": "workorder", "external_id": "WO-404"}))
+    assert not listed.is_error, listed.content
+    neighbours = listed.structured_content["neighbours"]
+    assert [(n["entity"]["external_id"], n["type"], n["direction"]) for n in neighbours] == [("WO-1", "about", "in")]
+    # A hidden entity answers exactly as a missing one.
+    assert hidden.is_error and missing.is_error
+    assert hidden.content[0].text.replace("WO-2", "X") == missing.content[0].text.replace("WO-404", "X")
 
 
 @live

@@ -12,6 +12,6 @@ def fill_message_refs(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("memory", "0012_vector_collection_payload_version"), ("conversations", "0003_message_pending_extraction_index")]
+    dependencies = [("memory", "0013_ident_binary_ids"), ("conversations", "0004_ident_binary_ids")]
 
     operations = [migrations.RunPython(fill_message_refs, migrations.RunPython.noop)]

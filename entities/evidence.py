@@ -1,0 +1,188 @@
+"""Mentions that name an entity by a part of its name or by an attribute value (DESIGN §8).
+
+People rarely say a registered name whole: "那台喷雾机" for 3号喷杆喷雾机, "5号拖拉机" for 5号轮式拖拉机,
+"那辆保温车" for 浙A·保温12 / 浙A·保温15, "the VMS-V300" where `model: VMS-V300` is an attribute, "北场那台
+SK-16" where the site is an attribute too. Both indexes are learnt from the registry itself, so a
+business's own vocabulary needs no table: a part shared by the names of several entities ("保温",
+"体验店") names all of them, a part of one name names that one.
+
+- Name parts: each name and alias segmented (jieba for Chinese, words for Latin), numerals with their
+  measure kept whole ("5号"). A text's score for an entity is the characters of its distinct parts
+  found in the text; the best-scoring entities are the candidates.
+- Attribute values: every string value (and each item of a list value) of an entity's attributes.
+Pure Python, no Django.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+import ahocorasick
+
+from entities.surface import EntityRef, inside_token, normalize, normalize_key
+
+MIN_PART_CHARS = 2  # one character ("车", "店") names a kind at most, never an entity
+MIN_LATIN_PART_CHARS = 3
+MIN_VALUE_CHARS = 2
+MAX_VALUE_CHARS = 80  # a description is not a value anyone says
+_NUMBERED = re.compile(r"^(?:[0-9]+|[零〇一二三四五六七八九十百千两]+)号$")
+_CODE = re.compile(r"[a-z0-9]+(?:[\-·./#][a-z0-9]+)+|[a-z]*[0-9][a-z0-9]*")
+_CJK = re.compile("[\u3400-\u9fff]")
+_NUMBER_IN_TEXT = re.compile(r"(?<![0-9])(?:[0-9]+|[零〇一二三四五六七八九十百千两]+)号")
+_SEPARATORS = re.compile(r"[\s·\-_/#,，、()（）]+")
+
+
+def _jieba():
+    import jieba
+
+    jieba.setLogLevel(60)
+    return jieba
+
+
+def name_parts(surface: str) -> set[str]:
+    """The parts of one name: codes and numbered qualifiers whole, Chinese runs by jieba, Latin words."""
+    key = normalize_key(surface)
+    parts: set[str] = set()
+    for code in _CODE.findall(key):
+        if len(code) >= MIN_PART_CHARS:
+            parts.add(code)
+    words = _jieba().lcut(key)
+    merged: list[str] = []
+    for word in words:
+        # jieba splits "5号" into "5" / "号": a numbered qualifier is one part.
+        if word == "号" and merged and re.fullmatch(r"[0-9零〇一二三四五六七八九十百千两]+", merged[-1]):
+            merged[-1] += "号"
+        else:
+            merged.append(word)
+    for word in merged:
+        word = _SEPARATORS.sub("", word)
+        if not word:
+            continue
+        if _CJK.search(word):
+            if len(word) >= MIN_PART_CHARS or _NUMBERED.match(word):
+                parts.add(word)
+        elif len(word) >= MIN_LATIN_PART_CHARS and not word.isdigit():
+            parts.add(word)
+    return parts
+
+
+def is_qualifier(part: str) -> bool:
+    """A numbered qualifier or a bare code: tells siblings apart, names nothing on its own."""
+    return bool(_NUMBERED.match(part)) or part.isdigit()
+
+
+def attribute_values(attributes: Mapping) -> set[str]:
+    values: set[str] = set()
+    for value in (attributes or {}).values():
+        for item in (value if isinstance(value, list) else [value]):
+            if isinstance(item, str):
+                key = normalize_key(item)
+                if MIN_VALUE_CHARS <= len(key) <= MAX_VALUE_CHARS:
+                    values.add(key)
+    return values
+
+
+def _automaton(index: dict[str, set[int]]):
+    if not index:
+        return None
+    automaton = ahocorasick.Automaton()
+    for key, ids in index.items():
+        automaton.add_word(key, (len(key), tuple(sorted(ids))))
+    automaton.make_automaton()
+    return automaton
+
+
+def _hits(automaton, text: str):
+    """(start, end, key, ids) for whole-token occurrences in the normalised text; a numbered qualifier
+    must not be the tail of a longer number ("5号" is not in "15号")."""
+    if automaton is None or not text:
+        return []
+    norm = normalize(text)
+    s = norm.text
+    out = []
+    for last, (length, ids) in automaton.iter(s):
+        start, end = last - length + 1, last + 1
+        if inside_token(s, start, end) or (start > 0 and s[start - 1].isdigit() and s[start].isdigit()):
+            continue
+        out.append((start, end, s[start:end], ids))
+    return out
+
+
+class PartIndex:
+    """Name part (and attribute value part) → entity ids over one registry snapshot."""
+
+    def __init__(self, refs: Iterable[EntityRef], attributes: Mapping[int, Mapping] | None = None):
+        index: dict[str, set[int]] = {}
+        by_type: dict[str, set[int]] = {}
+        type_of: dict[int, str] = {}
+        for ref in refs:
+            by_type.setdefault(ref.type, set()).add(ref.id)
+            type_of[ref.id] = ref.type
+            for surface in (ref.name, *ref.aliases):
+                for part in name_parts(surface):
+                    index.setdefault(part, set()).add(ref.id)
+        # A part every entity of a type carries ("工单" of 工单0231 / 工单0238) is that type's label: it
+        # says which kind is meant, not which one, so it becomes a type word instead of a name part.
+        self.type_words: dict[str, str] = {}
+        for part, ids in list(index.items()):
+            types = {type_of[i] for i in ids}
+            if len(types) == 1 and len(ids) >= 2 and ids == by_type[next(iter(types))] and not is_qualifier(part):
+                self.type_words[part] = next(iter(types))
+                del index[part]
+        # Parts of attribute values name their entities the same way ("吸唾管" of item 吸唾管堵塞, "shrimp" of
+        # cargo frozen shrimp): a description is read by its words, a code whole (AttributeIndex).
+        for eid, attrs in (attributes or {}).items():
+            for value in attribute_values(attrs):
+                for part in name_parts(value):
+                    if part not in self.type_words:
+                        index.setdefault(part, set()).add(eid)
+        self._automaton = _automaton(index)
+        self._type_automaton = _automaton({w: {0} for w in self.type_words})
+
+    def type_cues(self, text: str) -> list[tuple[str, str, int, int]]:
+        """(word, type, start, end) for each learnt type label named in `text` (spans in the caller's text)."""
+        norm = normalize(text)
+        out = []
+        for start, end, word, _ids in _hits(self._type_automaton, text):
+            out.append((word, self.type_words[word], *norm.original_span(start, end)))
+        return out
+
+    def best(self, text: str) -> tuple[list[int], list[str]]:
+        """The entities whose parts cover the most characters of `text` (at least one part that is not a
+        bare qualifier), with the parts found."""
+        scores: dict[int, dict[str, int]] = {}
+        for _start, _end, part, ids in _hits(self._automaton, text):
+            for eid in ids:
+                scores.setdefault(eid, {})[part] = len(part)
+        scores = {eid: parts for eid, parts in scores.items() if any(not is_qualifier(p) for p in parts)}
+        # "5号拖拉机" names one specific tractor: only an entity carrying that number answers, never a sibling.
+        numbers = set(_NUMBER_IN_TEXT.findall(normalize_key(text)))
+        if numbers:
+            scores = {eid: parts for eid, parts in scores.items() if numbers & set(parts)}
+        if not scores:
+            return [], []
+        top = max(sum(p.values()) for p in scores.values())
+        ids = sorted(eid for eid, parts in scores.items() if sum(parts.values()) == top)
+        return ids, sorted({p for eid in ids for p in scores[eid]})
+
+
+class AttributeIndex:
+    """Attribute value → entity ids over one registry snapshot."""
+
+    def __init__(self, attributes: Mapping[int, Mapping]):
+        index: dict[str, set[int]] = {}
+        for eid, attrs in attributes.items():
+            for value in attribute_values(attrs):
+                index.setdefault(value, set()).add(eid)
+        self._automaton = _automaton(index)
+
+    def find(self, text: str) -> list[tuple[str, tuple[int, ...]]]:
+        """(value, entity ids) for each distinct value named in `text`; a value inside a longer value found
+        at the same place is dropped ("sk-16" inside "sk-160")."""
+        hits = _hits(self._automaton, text)
+        kept = [h for h in hits if not any(o is not h and o[0] <= h[0] and h[1] <= o[1] and (o[1] - o[0]) > (h[1] - h[0])
+                                           for o in hits)]
+        out: dict[str, tuple[int, ...]] = {}
+        for _start, _end, value, ids in kept:
+            out[value] = ids
+        return list(out.items())

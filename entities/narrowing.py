@@ -1,0 +1,138 @@
+"""Resolution steps over what the registry knows beyond names (DESIGN §8): attribute values, name parts
+and relations. Called by entities/resolver.py; pure, the caller's gate decides visibility."""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+_CODE_CHARS = frozenset("0123456789")
+
+
+@dataclass
+class Narrowed:
+    ids: list[int]
+    step: dict = field(default_factory=dict)
+
+
+def _code_like(value: str) -> bool:
+    """A model code, plate or serial ("vms-v300", "9yf-2.2"): named on its own, it means the things that carry it.
+    A word value ("open", "北场") means them only beside a pointer ("那台", "the") or a type word."""
+    return any(ch in _CODE_CHARS for ch in value)
+
+
+def by_attributes_and_parts(text: str, *, matcher, visible: Callable[[Sequence[int]], list[int]],
+                            visible_prefix: Callable[[Sequence[int], int | None], list[int]], limit: int | None,
+                            pointed: bool, skeleton_ids: Sequence[int], require_values: bool = False) -> Narrowed | None:
+    """The entities named by attribute values and name parts together: each value names every entity that
+    carries it, the best-scoring name parts name theirs, and what is named by all of them is the answer
+    ("北场那台 SK-16": site 北场 ∩ model SK-16). `pointed`: the text has a pointer or type word.
+    None when the text names nothing this way.
+
+    Access is asked only as far as the answer needs: one set alone (a category word can name thousands)
+    is read in id order up to `limit` + 1; several are intersected starting from the smallest, whose
+    visible part bounds the answer, so a hidden entity behaves as an unregistered one."""
+    sets: list[tuple[str, tuple[int, ...]]] = []
+    values: list[str] = []
+    for value, ids in (matcher.attribute_hits(text) if hasattr(matcher, "attribute_hits") else []):
+        if pointed or _code_like(value):
+            sets.append(("value", tuple(ids)))
+            values.append(value)
+    if require_values and not sets:
+        return None
+    parts: list[str] = []
+    if skeleton_ids:
+        sets.append(("skeleton", tuple(sorted(skeleton_ids))))
+    elif hasattr(matcher, "name_part_candidates"):
+        ids, found_parts = matcher.name_part_candidates(text)
+        if ids and (pointed or sum(len(p) for p in found_parts) >= 3 or values):
+            sets.append(("parts", tuple(ids)))
+            parts = found_parts
+    if not sets:
+        return None
+    if len(sets) == 1:
+        found = visible_prefix(sets[0][1], None if limit is None else limit + 1)
+    else:
+        ordered = sorted(sets, key=lambda item: len(item[1]))
+        current = set(visible(ordered[0][1]))
+        for _kind, ids in ordered[1:]:
+            current &= set(ids)
+        if not current:
+            # Nothing carries every named value and part: one of them may qualify the other through a relation
+            # ("the R750 in Hall 2": the R750 located in a Hall 2 rack). If none does, the text names nothing.
+            current = _bridged(ordered, matcher, visible)
+            if not current:
+                return Narrowed([], {"rule": "attributes_parts", "values": values, "parts": parts, "entity_ids": [],
+                                     "detail": "no entity carries every named value"})
+        found = sorted(current)
+    if not found:
+        return None
+    step = {"rule": "attributes_parts", "values": values, "parts": parts, "entity_ids": list(found)}
+    return Narrowed(list(found), step)
+
+
+def _bridged(ordered, matcher, visible) -> set[int]:
+    """Entities of one named set related to an entity of another named set (visible ones only)."""
+    if not hasattr(matcher, "neighbours"):
+        return set()
+    for _kind, ids in ordered:
+        others = set().union(*(set(o) for _k, o in ordered if o is not ids))
+        related = {i for i in ids if any(other in others for other, _t, _d in matcher.neighbours(i))}
+        if related:
+            return set(visible(sorted(related)))
+    return set()
+
+
+def follow_relations(anchors: Sequence[int], *, matcher, accepts: Callable[[int], bool],
+                     visible: Callable[[Sequence[int]], list[int]]) -> Narrowed | None:
+    """The neighbours of `anchors` that the type words ask for ("那台青贮收获机的工单", "its work order"). None when
+    no anchor has a relation to such an entity (the other rules decide then); an empty answer when there
+    are some but the user may read none (never a guess among the rest)."""
+    targets: list[int] = []
+    paths: list[dict] = []
+    for anchor in anchors:
+        for other, type_, direction in (matcher.neighbours(anchor) if hasattr(matcher, "neighbours") else ()):
+            if accepts(other) and other not in targets:
+                targets.append(other)
+                paths.append({"from": anchor, "relation": type_, "direction": direction, "to": other})
+    if not targets:
+        return None
+    seen = visible(targets)
+    step = {"rule": "relation", "anchors": list(anchors), "entity_ids": seen,
+            "paths": [p for p in paths if p["to"] in seen]}
+    return Narrowed(seen, step)
+
+
+def via_anchor(text: str, *, spans: Sequence[tuple[int, int]], anchors: Sequence[int], other_types: set[str],
+               matcher, visible: Callable[[Sequence[int]], list[int]]) -> Narrowed | None:
+    """A named entity used as a qualifier of another kind of thing: "滨江店的 SM-900" is the SM-900 located at
+    滨江店, "王晓东那家店" the store he belongs to. What the rest of the text names (attribute values, name
+    parts, type words), among the anchors' neighbours, is the answer. None when the rest names nothing
+    related to them (the named entity itself is then meant)."""
+    neighbours: dict[int, dict] = {}
+    for anchor in anchors:
+        for other, type_, direction in (matcher.neighbours(anchor) if hasattr(matcher, "neighbours") else ()):
+            neighbours.setdefault(other, {"from": anchor, "relation": type_, "direction": direction, "to": other})
+    if not neighbours:
+        return None
+    masked = list(text)
+    for start, end in spans:
+        masked[start:end] = " " * (end - start)
+    rest = "".join(masked)
+    named: list[set[int]] = [set(ids) for _value, ids in matcher.attribute_hits(rest)]
+    part_ids, _parts = matcher.name_part_candidates(rest)
+    if part_ids:
+        named.append(set(part_ids))
+    skeleton_ids, _spans = matcher.partial(rest) if hasattr(matcher, "partial") else ([], [])
+    if skeleton_ids:
+        named.append(set(skeleton_ids))
+    for type_ in other_types:
+        named.append(set(matcher.ids_of_type(type_)))
+    overlaps = [s & set(neighbours) for s in named]
+    overlaps = [s for s in overlaps if s]
+    if not overlaps:
+        return None
+    found = set.intersection(*overlaps) or min(overlaps, key=len)
+    seen = visible(sorted(found))
+    step = {"rule": "qualified_by_relation", "anchors": list(anchors), "entity_ids": seen,
+            "paths": [neighbours[i] for i in seen]}
+    return Narrowed(seen, step)

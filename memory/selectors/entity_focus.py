@@ -1,0 +1,72 @@
+"""What a recall query is about, in the business registry (DESIGN §8): the entities it names, resolved as
+`POST /entities/resolve` would (the conversation's window included), and their neighbours one hop away
+along relations in force. Memories linked to the named entities rank higher; memories linked to a
+neighbour (an asset's work orders, a work order's asset) are candidates too, ranked below direct links.
+
+Every entity here passed the access policy now, and recall's back-check checks every linked entity of a
+candidate again, so a relation never brings in what the user may not read.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from memory.choices import MemoryStatus
+from memory.models import EntityLink
+
+MAX_ANCHORS = 5  # an ambiguous mention names a few entities; a category word alone names too many to help
+
+
+@dataclass
+class EntityFocus:
+    direct: set[int] = field(default_factory=set)
+    # neighbour entity id → how it was reached: {"from": anchor id, "relation": type, "direction": "out" | "in"}
+    hops: dict[int, dict] = field(default_factory=dict)
+    memory_ids: list[int] = field(default_factory=list)  # linked to a direct or hop entity, newest first
+
+    def part(self, links) -> tuple[str | None, dict | None]:
+        """Which kind of link a candidate with these linked entities has: "direct", "hop" (with its path) or None."""
+        if self.direct & set(links):
+            return "direct", None
+        for entity_id in links:
+            if entity_id in self.hops:
+                return "hop", self.hops[entity_id]
+        return None, None
+
+
+def entity_focus(*, org, user_id: str, query: str, conversation_id: int | None) -> EntityFocus | None:
+    """None when the query names no entity the user may read (or the feature is off)."""
+    if not settings.RECALL_ENTITY_FOCUS:
+        return None
+    from conversations.entity_resolution import entity_resolve
+    from conversations.models import Conversation
+    from entities.policy import allowed_entity_ids
+    from entities.selectors import entity_matcher_for_org
+
+    matcher = entity_matcher_for_org(org_id=org.id)
+    if matcher is None:
+        return None
+    conversation = Conversation.objects.filter(id=conversation_id, org=org).first() if conversation_id else None
+    resolution, _refs = entity_resolve(org=org, user_id=user_id, text=query, conversation=conversation)
+    if resolution.status == "resolved":
+        anchors = [resolution.entity_id]
+    elif resolution.status == "ambiguous" and len(resolution.candidates) <= MAX_ANCHORS:
+        anchors = list(resolution.candidates)
+    else:
+        return None
+    focus = EntityFocus(direct=set(anchors))
+    reached: dict[int, dict] = {}
+    for anchor in anchors:
+        for other, type_, direction in matcher.neighbours(anchor):
+            if other not in focus.direct:
+                reached.setdefault(other, {"from": anchor, "relation": type_, "direction": direction, "to": other})
+    if reached:
+        allowed = allowed_entity_ids(org_id=org.id, user_id=user_id, entity_ids=set(reached), registry=matcher,
+                                     org_slug=org.slug)
+        focus.hops = {e: path for e, path in reached.items() if e in allowed}
+    rows = (EntityLink.objects.filter(entity_id__in=focus.direct | set(focus.hops), memory__org=org, memory__user_id=user_id,
+                                      memory__status=MemoryStatus.ACTIVE)
+            .order_by("-memory__created_at", "-memory_id").values_list("memory_id", flat=True)[:settings.RECALL_ENTITY_CANDIDATES])
+    focus.memory_ids = list(dict.fromkeys(rows))
+    return focus
