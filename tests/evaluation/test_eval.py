@@ -88,9 +88,8 @@ def test_source_metrics():
 # code path in both, and one profile keeps CI short). A file listed here is run and expected to fail its
 # gate (strict: once it passes, the test fails until the line is removed). Switch a file on by deleting it.
 GATE = ["--min-pass", "1.0", "--max-stale", "0", "--max-erasure", "0"]
-GATE_PENDING = {
-    "scenarios-entities-zh.jsonl": "entity `relations` (FORMAT.md) are not supported yet: the runner refuses the file",
-}
+# A public file whose gate cannot hold yet (strict: once it passes, the entry must go). None today.
+GATE_PENDING: dict[str, str] = {}
 PUBLIC_FILES = sorted(SHARED.parent.glob("scenarios*.jsonl"))
 embedded_only = pytest.mark.skipif(SERVICE_PROFILE, reason="the scenario gate runs once, in the embedded profile")
 
