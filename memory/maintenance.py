@@ -12,6 +12,7 @@ holds the shard fails with "vector index unavailable"). See docs/architecture.md
 from __future__ import annotations
 
 import logging
+import time
 from datetime import timedelta
 
 from django.db.models import Q
@@ -127,8 +128,6 @@ def projections_resume(*, older_than_seconds: int | None = None,
 
     ``memo`` ((id, version) -> when queued; (id, 0) for a row no longer active): what the caller
     queued recently is skipped, and what this call queues is added."""
-    import time
-
     from django.conf import settings
 
     from memory.selectors.maintenance import pending_projection

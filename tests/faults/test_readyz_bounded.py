@@ -37,14 +37,17 @@ def slow_redis(redis_server, settings, monkeypatch):
     settings.CELERY_BROKER_URL = redis_server.url(0)
     settings.BROKER_SOCKET_TIMEOUT = settings.BROKER_CONNECT_TIMEOUT = SLOW_REDIS
     settings.READYZ_TIMEOUT_SECONDS = 1.0
-    monkeypatch.setitem(app.conf, "broker_url", redis_server.url(0))
-    monkeypatch.setitem(app.conf, "broker_write_url", redis_server.url(0))
-    monkeypatch.setitem(app.conf, "broker_transport_options", {"socket_timeout": SLOW_REDIS,
-                                                                "socket_connect_timeout": SLOW_REDIS})
-    yield redis_server
-    redis_server.resume()
-    cache.close()
-    breaker_clear()
+    # The Celery app reads its CELERY_* settings from Django's settings live (the settings fixture's undo
+    # restores them), except the broker URL, which it takes from the environment first.
+    monkeypatch.setenv("CELERY_BROKER_URL", redis_server.url(0))
+    settings.CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_timeout": SLOW_REDIS, "socket_connect_timeout": SLOW_REDIS}
+    assert app.conf.broker_write_url == redis_server.url(0)
+    try:
+        yield redis_server
+    finally:
+        redis_server.resume()
+        cache.close()
+        breaker_clear()
 
 
 def test_readyz_answers_within_its_deadline_while_redis_is_paused(slow_redis, client, tally):
