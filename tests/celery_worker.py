@@ -22,7 +22,7 @@ WAIT_SECONDS = 60.0
 
 class TaskLedger:
     """Tasks published and not yet finished by the worker, counted per task id (a retry publishes the
-    same id again before its first run ends)."""
+    same id again before its first run ends). Zero counts are dropped, so every count left is ±."""
 
     def __init__(self):
         self._done = threading.Condition()
@@ -41,6 +41,8 @@ class TaskLedger:
         with self._done:
             self._open[task_id] += 1
             self._names[task_id] = str(sender)
+            if self._open[task_id] == 0:  # the worker finished it before this receiver ran
+                del self._open[task_id]
         if getattr(self._local, "in_task", False):
             return  # queued by a task: the publish that started the chain waits for it
         if connection.in_atomic_block:
@@ -57,8 +59,10 @@ class TaskLedger:
         self._local.in_task = False
         with self._done:
             self.ran.append(getattr(task, "name", "?"))
+            # May go below zero: a fast task can finish in the worker before its publisher's
+            # after_task_publish receiver has counted it (it then brings the count back to zero).
             self._open[task_id] -= 1
-            if self._open[task_id] <= 0:
+            if self._open[task_id] == 0:
                 del self._open[task_id]
             self._done.notify_all()
 
@@ -68,9 +72,9 @@ class TaskLedger:
     # --------------------------------------------------------------- use
     def wait(self, timeout: float = WAIT_SECONDS) -> bool:
         with self._done:
-            drained = self._done.wait_for(lambda: not self._open, timeout)
+            drained = self._done.wait_for(lambda: all(n < 0 for n in self._open.values()), timeout)
             if not drained:
-                self.stuck.append(", ".join(sorted(self._names.get(i, i) for i in self._open)))
+                self.stuck.append(", ".join(sorted(self._names.get(i, i) for i, n in self._open.items() if n > 0)))
         return drained
 
     def connect(self) -> None:
