@@ -262,8 +262,8 @@ def recall(q: RecallQuery) -> RecallResult:
     # evidence for current and history too: one read serves both.
     pairs = open_conflicts(org=q.org, user_id=q.user_id,
                            ids=[item.memory.id for item in items if item.memory.kind in _CONFLICT_KINDS])
-    items = history_apply(items, kept, lineage, embedder, explain=q.explain, stages=result.stages,
-                          flagged={(older, newer) for _, older, newer in pairs})[:k]
+    items = history_apply(items, kept, lineage, embedder, k=k, explain=q.explain, stages=result.stages,
+                          flagged={(older, newer) for _, older, newer in pairs})
     result.items = items = conflicts_apply(items, org=q.org, user_id=q.user_id, explain=q.explain, pairs=pairs)
     result.timings_ms["back_check_rank"] = (time.perf_counter() - t0) * 1000
     if q.explain:
