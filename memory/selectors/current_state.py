@@ -65,7 +65,10 @@ def history_apply(items: list, kept: dict, lineage: dict[int, Lineage], embedder
     if not olders:
         return items[:k]
     stored = np.vstack([kept[o.id].vector for o in olders])
+    budget = int(conf.get("max_pairs", 8))  # pairs whose texts are parsed (about a millisecond a new text)
     for newer in items:  # best-ranked first: the first that replaces an older is the one it is shown below
+        if budget <= 0:
+            break
         n, b, c = newer.memory, said[newer.memory.id], kept.get(newer.memory.id)
         if b is None or c is None or c.vector is None or not n.created_at or not may_say_change(n.content):
             continue  # the rule needs a change said: most items are passed over before any parse
@@ -88,6 +91,9 @@ def history_apply(items: list, kept: dict, lineage: dict[int, Lineage], embedder
             conflict = (o.id, n.id) in flagged
             if cosine < floor and not conflict:
                 continue  # cheap before the texts are parsed: no threshold can be met
+            if budget <= 0:
+                break  # the best-ranked newer items were looked at; the rest stay current
+            budget -= 1
             verdict = newer_is_current(a, b, cosine=cosine, limits=limits, subject=float(conf["subject"]),
                                        alike=float(conf["alike"]), close=float(conf["close"]), conflict=conflict)
             if verdict.history:

@@ -153,6 +153,14 @@ def test_switched_off_every_item_is_current(api, settings):
     assert {i["as"] for i in recall(api, "配件供应商是哪家")["items"]} == {"current"}
 
 
+def test_the_pair_budget_bounds_the_texts_read(api, settings):
+    older, newer = supplier_changed(api)
+    settings.RECALL_HISTORY = {**settings.RECALL_HISTORY, "max_pairs": 0}
+    assert {i["as"] for i in recall(api, "配件供应商是哪家")["items"]} == {"current"}
+    settings.RECALL_HISTORY = {**settings.RECALL_HISTORY, "max_pairs": 1}
+    assert {i["id"]: i["as"] for i in recall(api, "配件供应商是哪家")["items"]}[older["id"]] == "history"
+
+
 def test_mcp_recall_memory_carries_as(client, api):
     older, newer = supplier_changed(api)
     body = rpc(client, request("tools/call", {"name": "recall_memory", "arguments": {"query": "配件供应商是哪家"}}),
