@@ -316,7 +316,7 @@ RECALL_MIN_RELEVANCE = env.float("RECALL_MIN_RELEVANCE", default=0.05)
 # `alike`, or a cosine >= `close`. Tuned on the tuning halves (python -m bench.history, docs/evaluation.md).
 # At most `max_pairs` pairs per recall are read as text (best-ranked newer items first): the cost bound.
 RECALL_HISTORY = env.json("RECALL_HISTORY", default={
-    "enabled": True, "window": 3, "max_items": 30, "max_pairs": 8, "subject": 0.3, "alike": 0.35, "close": 0.6})
+    "enabled": True, "window": 3, "max_items": 30, "max_pairs": 4, "subject": 0.3, "alike": 0.35, "close": 0.6})
 # "Forget what matches this query": a memory is in the preview when its cosine to the query reaches
 # this, or it shares the query's best keyword match.
 FORGET_PREVIEW_MIN_COSINE = env.float("FORGET_PREVIEW_MIN_COSINE", default=0.5)

@@ -65,7 +65,7 @@ def history_apply(items: list, kept: dict, lineage: dict[int, Lineage], embedder
     if not olders:
         return items[:k]
     stored = np.vstack([kept[o.id].vector for o in olders])
-    budget = int(conf.get("max_pairs", 8))  # pairs whose texts are parsed (about a millisecond a new text)
+    budget = int(conf.get("max_pairs", 4))  # pairs whose texts are parsed (about a millisecond a new text)
     for newer in items:  # best-ranked first: the first that replaces an older is the one it is shown below
         if budget <= 0:
             break
