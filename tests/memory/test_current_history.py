@@ -153,6 +153,16 @@ def test_switched_off_every_item_is_current(api, settings):
     assert {i["as"] for i in recall(api, "配件供应商是哪家")["items"]} == {"current"}
 
 
+def test_without_reorder_history_is_marked_and_the_order_is_the_rankings(api, settings):
+    older, newer = supplier_changed(api)
+    settings.RECALL_HISTORY = {**settings.RECALL_HISTORY, "enabled": False}
+    ranked = [i["id"] for i in recall(api, "配件供应商是哪家")["items"]]
+    settings.RECALL_HISTORY = {**settings.RECALL_HISTORY, "enabled": True, "reorder": False}
+    items = recall(api, "配件供应商是哪家")["items"]
+    assert [i["id"] for i in items] == ranked
+    assert {i["id"]: i["as"] for i in items}[older["id"]] == "history"
+
+
 def test_the_pair_budget_bounds_the_texts_read(api, settings):
     older, newer = supplier_changed(api)
     settings.RECALL_HISTORY = {**settings.RECALL_HISTORY, "max_pairs": 0}
