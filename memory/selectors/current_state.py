@@ -113,7 +113,7 @@ def history_apply(items: list, kept: dict, lineage: dict[int, Lineage], embedder
     # (LoCoMo's temporal questions) keeps its evidence. Among them a history item moves below its
     # current item; one whose current item ranked past k stays marked (explain names that item).
     top = items[:k]
-    if not conf.get("reorder", True):
+    if not conf.get("reorder", False):
         return top
     served = {item.memory.id for item in top}
     return _below_current(top, {o: pair for o, pair in found.items() if pair[0] in served})

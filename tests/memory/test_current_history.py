@@ -122,7 +122,8 @@ def supplier_changed(api) -> tuple[dict, dict]:
     return older, newer
 
 
-def test_rest_recall_marks_the_older_as_history_and_explains_why(api):
+def test_rest_recall_marks_the_older_as_history_and_explains_why(api, settings):
+    settings.RECALL_HISTORY = {**settings.RECALL_HISTORY, "reorder": True}
     older, newer = supplier_changed(api)
     assert Memory.objects.get(id=older["id"]).status == "active"
     body = recall(api, "配件供应商是哪家", explain=True)
