@@ -528,7 +528,7 @@ def _measure(args, bench, meta, served) -> int:
                     result, elapsed = common.timed(service, q)
                     if phase == "cold":
                         hits += any(item.memory.id == q["target"] for item in result.items)
-                        for key in ("embed", "vector", "keyword", "overlap", "back_check_rank"):
+                        for key in ("embed", "vector", "keyword", "overlap", "back_check_rank", "current_state"):
                             if key in result.timings_ms:
                                 stages[q["lang"]].setdefault(key, []).append(result.timings_ms[key])
                         stages[q["lang"]].setdefault("outside_timings", []).append(

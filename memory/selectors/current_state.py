@@ -8,8 +8,9 @@ texts from the rows recall serves, the cosine of two items from their stored vec
 and for an episode what its message became (an episode whose memory was superseded, task-scoped or
 forgotten is no current item; one whose live memory is the older itself restates it).
 
-A history item moves to just below the best-ranked item that makes it history, and says so:
-`presented_as = "history"`, `current_by` the id of that item, `history` why (explain).
+A history item says so (`presented_as = "history"`, `current_by` the id of the best-ranked item that
+makes it history, `history` why with explain) and, when that item is served too, moves just below it.
+The k items served are the k best ranked, as without this step.
 """
 from __future__ import annotations
 
@@ -48,13 +49,13 @@ def _vector(kept: dict, memory_id: int):
     return None if candidate is None else candidate.vector
 
 
-def history_apply(items: list, kept: dict, lineage: dict[int, Lineage], embedder, *, explain: bool,
+def history_apply(items: list, kept: dict, lineage: dict[int, Lineage], embedder, *, k: int, explain: bool,
                   stages: list | None = None, flagged: set[tuple[int, int]] = frozenset()) -> list:
     """Mark and move the history items of `items` (ranked, best first); returns the new order.
     `flagged`: (older, newer) pairs of open possible conflicts (the write path's judge found them alike)."""
     conf = settings.RECALL_HISTORY
     if not conf.get("enabled", True) or len(items) < 2:
-        return items
+        return items[:k]
     limits = thresholds_for(embedder.model_id)
     floor = min(float(conf["alike"]), float(conf["close"]))
     said = {item.memory.id: _said(item, lineage) for item in items}
@@ -62,9 +63,12 @@ def history_apply(items: list, kept: dict, lineage: dict[int, Lineage], embedder
     olders = [item.memory for item in items if said[item.memory.id] is not None
               and item.memory.kind in STANDING_KINDS and _vector(kept, item.memory.id) is not None]
     if not olders:
-        return items
+        return items[:k]
     stored = np.vstack([kept[o.id].vector for o in olders])
+    budget = int(conf.get("max_pairs", 4))  # pairs whose texts are parsed (about a millisecond a new text)
     for newer in items:  # best-ranked first: the first that replaces an older is the one it is shown below
+        if budget <= 0:
+            break
         n, b, c = newer.memory, said[newer.memory.id], kept.get(newer.memory.id)
         if b is None or c is None or c.vector is None or not n.created_at or not may_say_change(n.content):
             continue  # the rule needs a change said: most items are passed over before any parse
@@ -87,12 +91,15 @@ def history_apply(items: list, kept: dict, lineage: dict[int, Lineage], embedder
             conflict = (o.id, n.id) in flagged
             if cosine < floor and not conflict:
                 continue  # cheap before the texts are parsed: no threshold can be met
+            if budget <= 0:
+                break  # the best-ranked newer items were looked at; the rest stay current
+            budget -= 1
             verdict = newer_is_current(a, b, cosine=cosine, limits=limits, subject=float(conf["subject"]),
                                        alike=float(conf["alike"]), close=float(conf["close"]), conflict=conflict)
             if verdict.history:
                 found[o.id] = (n.id, verdict)
     if not found:
-        return items
+        return items[:k]
     for item in items:
         if item.memory.id in found:
             newer_id, verdict = found[item.memory.id]
@@ -102,7 +109,14 @@ def history_apply(items: list, kept: dict, lineage: dict[int, Lineage], embedder
     if explain and stages is not None:
         stages.append({"stage": "current_state",
                        "history": {o: {"current": n, **v.as_dict()} for o, (n, v) in found.items()}})
-    return _below_current(items, found)
+    # The k items served are the k best ranked, as without this step: a question about what held then
+    # (LoCoMo's temporal questions) keeps its evidence. Among them a history item moves below its
+    # current item; one whose current item ranked past k stays marked (explain names that item).
+    top = items[:k]
+    if not conf.get("reorder", False):
+        return top
+    served = {item.memory.id for item in top}
+    return _below_current(top, {o: pair for o, pair in found.items() if pair[0] in served})
 
 
 def _below_current(items: list, found: dict[int, tuple[int, object]]) -> list:

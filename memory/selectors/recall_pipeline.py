@@ -276,10 +276,12 @@ def recall(q: RecallQuery) -> RecallResult:
              for memory_id, score, parts in chosen if memory_id in full]  # gone since the back-check: left out
     # Open possible conflicts (the write path's judge: both kept, the newer first) among the window are
     # evidence for current and history too: one read serves both.
+    t1 = time.perf_counter()
     pairs = open_conflicts(org=q.org, user_id=q.user_id,
                            ids=[item.memory.id for item in items if item.memory.kind in _CONFLICT_KINDS])
-    items = history_apply(items, kept, lineage, embedder, explain=q.explain, stages=result.stages,
-                          flagged={(older, newer) for _, older, newer in pairs})[:k]
+    items = history_apply(items, kept, lineage, embedder, k=k, explain=q.explain, stages=result.stages,
+                          flagged={(older, newer) for _, older, newer in pairs})
+    result.timings_ms["current_state"] = (time.perf_counter() - t1) * 1000  # part of back_check_rank
     result.items = items = conflicts_apply(items, org=q.org, user_id=q.user_id, explain=q.explain, pairs=pairs)
     result.timings_ms["back_check_rank"] = (time.perf_counter() - t0) * 1000
     if q.explain:

@@ -122,7 +122,8 @@ def supplier_changed(api) -> tuple[dict, dict]:
     return older, newer
 
 
-def test_rest_recall_marks_the_older_as_history_and_explains_why(api):
+def test_rest_recall_marks_the_older_as_history_and_explains_why(api, settings):
+    settings.RECALL_HISTORY = {**settings.RECALL_HISTORY, "reorder": True}
     older, newer = supplier_changed(api)
     assert Memory.objects.get(id=older["id"]).status == "active"
     body = recall(api, "配件供应商是哪家", explain=True)
@@ -151,6 +152,24 @@ def test_switched_off_every_item_is_current(api, settings):
     settings.RECALL_HISTORY = {**settings.RECALL_HISTORY, "enabled": False}
     supplier_changed(api)
     assert {i["as"] for i in recall(api, "配件供应商是哪家")["items"]} == {"current"}
+
+
+def test_without_reorder_history_is_marked_and_the_order_is_the_rankings(api, settings):
+    older, newer = supplier_changed(api)
+    settings.RECALL_HISTORY = {**settings.RECALL_HISTORY, "enabled": False}
+    ranked = [i["id"] for i in recall(api, "配件供应商是哪家")["items"]]
+    settings.RECALL_HISTORY = {**settings.RECALL_HISTORY, "enabled": True, "reorder": False}
+    items = recall(api, "配件供应商是哪家")["items"]
+    assert [i["id"] for i in items] == ranked
+    assert {i["id"]: i["as"] for i in items}[older["id"]] == "history"
+
+
+def test_the_pair_budget_bounds_the_texts_read(api, settings):
+    older, newer = supplier_changed(api)
+    settings.RECALL_HISTORY = {**settings.RECALL_HISTORY, "max_pairs": 0}
+    assert {i["as"] for i in recall(api, "配件供应商是哪家")["items"]} == {"current"}
+    settings.RECALL_HISTORY = {**settings.RECALL_HISTORY, "max_pairs": 1}
+    assert {i["id"]: i["as"] for i in recall(api, "配件供应商是哪家")["items"]}[older["id"]] == "history"
 
 
 def test_mcp_recall_memory_carries_as(client, api):
