@@ -107,6 +107,7 @@ def resolve(
             anchor_types = {entities[i].type for i in ids}
             spans = [(m.start, m.end) for m in matches if m.entity_id in ids]
             qualified = via_anchor(text, spans=spans, anchors=ids, matcher=matcher, visible=gate.visible_list,
+                                   type_of=lambda i: entities[i].type if i in entities else "",
                                    other_types={c.type for c in type_cues if c.type and c.type not in anchor_types})
             if qualified is not None and qualified.ids:
                 return _narrowed_decision(qualified.ids, evidence + [qualified.step], cues, windows, gate, max_candidates)
