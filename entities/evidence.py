@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
 import ahocorasick
 
@@ -39,8 +40,10 @@ def _jieba():
     return jieba
 
 
-def name_parts(surface: str) -> set[str]:
-    """The parts of one name: codes and numbered qualifiers whole, Chinese runs by jieba, Latin words."""
+@lru_cache(maxsize=400_000)
+def name_parts(surface: str) -> frozenset[str]:
+    """The parts of one name: codes and numbered qualifiers whole, Chinese runs by jieba, Latin words.
+    Memoised: a registry change rebuilds the index, and all but the changed names are read again."""
     key = normalize_key(surface)
     parts: set[str] = set()
     for code in _CODE.findall(key):
@@ -63,7 +66,7 @@ def name_parts(surface: str) -> set[str]:
                 parts.add(word)
         elif len(word) >= MIN_LATIN_PART_CHARS and not word.isdigit():
             parts.add(word)
-    return parts
+    return frozenset(parts)
 
 
 def is_qualifier(part: str) -> bool:
