@@ -25,6 +25,7 @@ from entities.surface import EntityRef, inside_token, normalize, normalize_key
 MIN_PART_CHARS = 2  # one character ("车", "店") names a kind at most, never an entity
 MIN_LATIN_PART_CHARS = 3
 MIN_VALUE_CHARS = 2
+MAX_PART_ENTITIES = 200
 MAX_VALUE_CHARS = 80  # a description is not a value anyone says
 _NUMBERED = re.compile(r"^(?:[0-9]+|[零〇一二三四五六七八九十百千两]+)号$")
 _CODE = re.compile(r"[a-z0-9]+(?:[\-·./#][a-z0-9]+)+|[a-z]*[0-9][a-z0-9]*")
@@ -155,6 +156,8 @@ class PartIndex:
         bare qualifier), with the parts found."""
         scores: dict[int, dict[str, int]] = {}
         for _start, _end, part, ids in _hits(self._automaton, text):
+            if len(ids) > MAX_PART_ENTITIES:
+                continue  # a word shared by that many names tells none apart (type and category words do that)
             for eid in ids:
                 scores.setdefault(eid, {})[part] = len(part)
         scores = {eid: parts for eid, parts in scores.items() if any(not is_qualifier(p) for p in parts)}

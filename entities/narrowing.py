@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 _CODE_CHARS = frozenset("0123456789")
+MAX_BRIDGE_ENTITIES = 500  # a named set larger than this is not walked for relations
 # Interrogative determiners (a closed class): "哪辆车", "哪台设备", "which vessel".
 _WHICH = re.compile(r"哪(?:辆|台|家|个|张|位|间|部|款|条|只|所|座|栋)|\bwhich\b", re.IGNORECASE)
 
@@ -83,7 +84,9 @@ def _bridged(ordered, matcher, visible) -> set[int]:
     """Entities of one named set related to an entity of another named set (visible ones only)."""
     if not hasattr(matcher, "neighbours"):
         return set()
-    for _kind, ids in ordered:
+    for _kind, ids in ordered:  # smallest first
+        if len(ids) > MAX_BRIDGE_ENTITIES:
+            break
         others = set().union(*(set(o) for _k, o in ordered if o is not ids))
         related = {i for i in ids if any(other in others for other, _t, _d in matcher.neighbours(i))}
         if related:
