@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
 import ahocorasick
 
@@ -24,6 +25,7 @@ from entities.surface import EntityRef, inside_token, normalize, normalize_key
 MIN_PART_CHARS = 2  # one character ("车", "店") names a kind at most, never an entity
 MIN_LATIN_PART_CHARS = 3
 MIN_VALUE_CHARS = 2
+MAX_PART_ENTITIES = 200
 MAX_VALUE_CHARS = 80  # a description is not a value anyone says
 _NUMBERED = re.compile(r"^(?:[0-9]+|[零〇一二三四五六七八九十百千两]+)号$")
 _CODE = re.compile(r"[a-z0-9]+(?:[\-·./#][a-z0-9]+)+|[a-z]*[0-9][a-z0-9]*")
@@ -39,8 +41,10 @@ def _jieba():
     return jieba
 
 
-def name_parts(surface: str) -> set[str]:
-    """The parts of one name: codes and numbered qualifiers whole, Chinese runs by jieba, Latin words."""
+@lru_cache(maxsize=400_000)
+def name_parts(surface: str) -> frozenset[str]:
+    """The parts of one name: codes and numbered qualifiers whole, Chinese runs by jieba, Latin words.
+    Memoised: a registry change rebuilds the index, and all but the changed names are read again."""
     key = normalize_key(surface)
     parts: set[str] = set()
     for code in _CODE.findall(key):
@@ -63,7 +67,7 @@ def name_parts(surface: str) -> set[str]:
                 parts.add(word)
         elif len(word) >= MIN_LATIN_PART_CHARS and not word.isdigit():
             parts.add(word)
-    return parts
+    return frozenset(parts)
 
 
 def is_qualifier(part: str) -> bool:
@@ -152,6 +156,8 @@ class PartIndex:
         bare qualifier), with the parts found."""
         scores: dict[int, dict[str, int]] = {}
         for _start, _end, part, ids in _hits(self._automaton, text):
+            if len(ids) > MAX_PART_ENTITIES:
+                continue  # a word shared by that many names tells none apart (type and category words do that)
             for eid in ids:
                 scores.setdefault(eid, {})[part] = len(part)
         scores = {eid: parts for eid, parts in scores.items() if any(not is_qualifier(p) for p in parts)}

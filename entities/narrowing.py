@@ -2,10 +2,20 @@
 and relations. Called by entities/resolver.py; pure, the caller's gate decides visibility."""
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 _CODE_CHARS = frozenset("0123456789")
+MAX_BRIDGE_ENTITIES = 500  # a named set larger than this is not walked for relations
+# Interrogative determiners (a closed class): "哪辆车", "哪台设备", "which vessel".
+_WHICH = re.compile(r"哪(?:辆|台|家|个|张|位|间|部|款|条|只|所|座|栋)|\bwhich\b", re.IGNORECASE)
+
+
+def _asks_which(rest: str, spans: Sequence[tuple[int, int]]) -> bool:
+    """The text asks "which ..." after the named entity."""
+    after = max((end for _start, end in spans), default=0)
+    return _WHICH.search(rest, after) is not None
 
 
 @dataclass
@@ -74,7 +84,9 @@ def _bridged(ordered, matcher, visible) -> set[int]:
     """Entities of one named set related to an entity of another named set (visible ones only)."""
     if not hasattr(matcher, "neighbours"):
         return set()
-    for _kind, ids in ordered:
+    for _kind, ids in ordered:  # smallest first
+        if len(ids) > MAX_BRIDGE_ENTITIES:
+            break
         others = set().union(*(set(o) for _k, o in ordered if o is not ids))
         related = {i for i in ids if any(other in others for other, _t, _d in matcher.neighbours(i))}
         if related:
@@ -103,7 +115,7 @@ def follow_relations(anchors: Sequence[int], *, matcher, accepts: Callable[[int]
 
 
 def via_anchor(text: str, *, spans: Sequence[tuple[int, int]], anchors: Sequence[int], other_types: set[str],
-               matcher, visible: Callable[[Sequence[int]], list[int]]) -> Narrowed | None:
+               matcher, visible: Callable[[Sequence[int]], list[int]], type_of: Callable[[int], str]) -> Narrowed | None:
     """A named entity used as a qualifier of another kind of thing: "滨江店的 SM-900" is the SM-900 located at
     滨江店, "王晓东那家店" the store he belongs to. What the rest of the text names (attribute values, name
     parts, type words), among the anchors' neighbours, is the answer. None when the rest names nothing
@@ -130,7 +142,11 @@ def via_anchor(text: str, *, spans: Sequence[tuple[int, int]], anchors: Sequence
     overlaps = [s & set(neighbours) for s in named]
     overlaps = [s for s in overlaps if s]
     if not overlaps:
-        return None
+        # "维修单079 对应的是哪辆车": a question for what the named entity is related to, with no word the registry
+        # knows for it: its neighbours, when they are all of one kind.
+        if not _asks_which(rest, spans) or len({type_of(i) for i in neighbours}) != 1:
+            return None
+        overlaps = [set(neighbours)]
     found = set.intersection(*overlaps) or min(overlaps, key=len)
     seen = visible(sorted(found))
     step = {"rule": "qualified_by_relation", "anchors": list(anchors), "entity_ids": seen,

@@ -33,6 +33,8 @@ from entities.typewords import DEMONSTRATIVES, Cue, category_words, scan
 
 __all__ = ["MentionEvidence", "Resolution", "resolve"]
 
+MAX_ANCHORS = 20  # entities a relation path starts from at most
+
 
 @dataclass
 class MentionEvidence:
@@ -107,6 +109,7 @@ def resolve(
             anchor_types = {entities[i].type for i in ids}
             spans = [(m.start, m.end) for m in matches if m.entity_id in ids]
             qualified = via_anchor(text, spans=spans, anchors=ids, matcher=matcher, visible=gate.visible_list,
+                                   type_of=lambda i: entities[i].type if i in entities else "",
                                    other_types={c.type for c in type_cues if c.type and c.type not in anchor_types})
             if qualified is not None and qualified.ids:
                 return _narrowed_decision(qualified.ids, evidence + [qualified.step], cues, windows, gate, max_candidates)
@@ -141,8 +144,9 @@ def resolve(
     part_ids = [] if partial_ids or not hasattr(matcher, "name_part_candidates") else \
         [i for i in matcher.name_part_candidates(text)[0] if i in entities]
     # What the text names by a part, when the type words ask for another type: the anchor of a relation
-    # path ("那台青贮收获机的工单", "那台喷雾机的工单").
-    named_other = [i for i in (partial_ids or part_ids) if constraint.types and not constraint.type_ok(entities[i])]
+    # path ("那台青贮收获机的工单", "那台喷雾机的工单"). A skeleton may name thousands ("收割机"): not an anchor.
+    named_other = [i for i in (partial_ids if len(partial_ids) <= MAX_ANCHORS else []) or part_ids
+                   if constraint.types and not constraint.type_ok(entities[i])]
 
     def narrow(require_values: bool) -> Resolution | None:
         narrowed = by_attributes_and_parts(text, matcher=matcher, visible=gate.visible_list, visible_prefix=gate.visible_prefix,

@@ -128,3 +128,8 @@ def test_recall_follows_one_relation_below_direct_links(api, registry):
     assert not any("一万二" in c for c in contents)
     first = next(item for item in body["items"] if "卸货区" in item["content"])
     assert first["score_parts"]["entity"] > hop["score_parts"]["entity"] > 0
+
+
+def test_a_question_for_what_a_named_entity_relates_to(api, registry):
+    assert answer(resolve(api, "维修单102 对应的是哪台设备？")) == "A-2"
+    assert answer(resolve(api, "维修单102 今天能完工吗？")) == "WO-2"  # no question for a relation: itself
