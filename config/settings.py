@@ -299,10 +299,13 @@ RECALL_SECOND_LOOK = env.json("RECALL_SECOND_LOOK", default={
 # recency, importance and access are multiplied by this. The second look and the turn-neighbour lift
 # need a confident seed: with `second_look_needs_pool`, a user with more memories than one candidate
 # list; with `second_look_margin` > 0, a top hit that leads the `seeds`+1-th by this much raw cosine.
+# `focus_turns`: at most this many of the last speaker's turns make the focus. `parts_max`: a
+# conversation's semantic score is (1 - this) x the blended vector's cosine + this x the best cosine of
+# its parts (the whole, the focus): no extra encoder call.
 # Chosen on the *-tune files of evaluation/data/robust and longdialog-zh-tune.jsonl (docs/evaluation.md).
 RECALL_CONFIDENCE = env.json("RECALL_CONFIDENCE", default={
     "conversation_turns": 2, "keyword_norm": "top_or_mass", "prior_scale": 1.0,
-    "second_look_needs_pool": True, "second_look_margin": 0.0,
+    "second_look_needs_pool": True, "second_look_margin": 0.0, "focus_turns": 2, "parts_max": 0.5,
 })
 ACCESS_STATS_FLUSH_SECONDS = env.float("ACCESS_STATS_FLUSH_SECONDS", default=5.0)
 # Short turns and memories: weak length normalisation and early term saturation (LoCoMo-tuned, docs/evaluation.md).

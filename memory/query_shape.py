@@ -48,8 +48,8 @@ def _turns(text: str) -> list[tuple[str | None, str]]:
     return turns
 
 
-def focus_of(text: str, min_chars: int) -> str:
-    """The last turn(s) of the last speaker (up to two of their turns while shorter than
+def focus_of(text: str, min_chars: int, max_turns: int = 2) -> str:
+    """The last turn(s) of the last speaker (up to `max_turns` of their turns while shorter than
     `min_chars`); without speaker labels, the last sentences up to `min_chars`."""
     turns = _turns(text)
     labelled = [t for t in turns if t[0] is not None]
@@ -59,7 +59,7 @@ def focus_of(text: str, min_chars: int) -> str:
         for who, said in reversed(turns):
             if who == speaker and said:
                 picked.insert(0, said)
-                if len(picked) >= 2 or sum(map(len, picked)) >= min_chars:
+                if len(picked) >= max_turns or sum(map(len, picked)) >= min_chars:
                     break
         if picked:
             return " ".join(picked)
@@ -81,7 +81,7 @@ def is_conversation(text: str) -> bool:
 def shape(query: str) -> QueryShape:
     if len(query) < settings.RECALL_LONG_QUERY_CHARS and not is_conversation(query):
         return QueryShape(query, None)
-    focus = focus_of(query, settings.RECALL_FOCUS_MIN_CHARS)
+    focus = focus_of(query, settings.RECALL_FOCUS_MIN_CHARS, settings.RECALL_CONFIDENCE.get("focus_turns", 2))
     if not focus or len(focus) >= len(query) * 0.8:
         return QueryShape(query, None)  # nothing to separate: one long question
     return QueryShape(query, focus)

@@ -1,5 +1,6 @@
 """Signals that know when they are weak (memory/signal_confidence.py, memory/query_shape.py)."""
 import numpy as np
+import pytest
 
 from memory.keyword import TermIndex
 from memory.query_shape import is_conversation, keyword_text, shape
@@ -61,3 +62,14 @@ def test_a_small_corpus_is_ranked_without_the_second_look(api, settings):
     settings.RECALL_CONFIDENCE = {**settings.RECALL_CONFIDENCE, "second_look_needs_pool": False}
     body = recall(api, "Where was grandpa's 88th birthday party?", k=4, explain=True)
     assert all("second_look" in item["score_parts"] for item in body["items"])
+
+
+@pytest.mark.django_db
+def test_a_conversation_keeps_its_parts_for_the_best_match(settings):
+    from memory.selectors.query_vectors import start_query_vectors
+    from memory.vectors import active_embedder
+
+    embedder = active_embedder()
+    conversation = start_query_vectors("用户：修车的学徒今天换机油\n助手：要注意什么？\n用户：上次出了什么问题来着", embedder)()
+    assert len(conversation.parts) == 2  # the whole and the focus, from the encodes the blend needs anyway
+    assert not start_query_vectors("上次换机油出了什么问题", embedder)().parts
