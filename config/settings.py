@@ -290,8 +290,8 @@ RECALL_SECOND_LOOK = env.json("RECALL_SECOND_LOOK", default={
     "neighbours": 2, "neighbour_pool": 4, "neighbour_weight": 0.3, "speaker_weight": 0.2,
     "background_weight": 1.6, "background_min": 20,
 })
-# Each stage earns its weight per query (memory/signal_confidence.py, docs/recall.md "Signals that know
-# when they are weak"). `conversation_turns`: a query of this many non-empty lines or more is a
+# Each stage earns its weight per query (memory/signal_confidence.py, docs/architecture.md "Read
+# path"). `conversation_turns`: a query of this many non-empty lines or more is a
 # conversation (memory/query_shape.py; 0: only long queries are). `keyword_norm`: "mass" scales a
 # memory's keyword score by the share of the query's term weight (idf) it matches, so a long query's
 # common words weigh little; "top" scales by the best match (before issue 40); "top_or_mass" by the

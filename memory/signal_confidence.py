@@ -1,12 +1,11 @@
-"""How much each ranking signal is worth for this query (docs/recall.md, "Signals that know when
-they are weak").
+"""How much each ranking signal is worth for this query (docs/architecture.md, read path).
 
 The embedder's cosine is the one signal every query has. The others earn their weight per query:
 
-- Keyword evidence is scaled by the share of the query's term weight a memory matches (BM25 over
-  the query's idf mass, `TermIndex.mass`), not by the best match: a short question whose rare term
-  a memory holds scores near 1, while over a long multi-turn query, whose many common words every
-  memory shares a few of, the best match is a small share and so a small score.
+- Keyword evidence is scaled by the larger of the best match and the query's idf mass (the score a
+  memory holding each query term once would get, `TermIndex.mass`): a short question whose terms a
+  memory holds scores near 1 as before, while over a long multi-turn query, whose many common words
+  every memory shares a few of, the best match is a small share of the mass and so a small score.
 - The second look and the turn-neighbour lift re-rank around the first round's top hits; they run
   only when those hits are a confident seed (`confident_seed`): the user has more memories than a
   candidate list, and the top raw cosine leads the cosine after the seeds by
