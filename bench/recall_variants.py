@@ -10,6 +10,10 @@ The first run with a `--var-dir` ingests (through the REST API, as `memory_eval`
 change to the read path is measured in a minute instead of a full evaluator run. A change to the
 write path (extraction, dedup, supersede) needs a fresh var dir.
 
+Probes that expect labels count too: label recall@k (at k=5 the evaluator's expect_hit_rate
+for a probe that expects labels only), in a category named after the case id without its number.
+The variant named `dense` ranks the same memories by raw cosine (`memory_eval --baseline dense`).
+
 Differences from `memory_eval`, on purpose: recall is called directly (`selectors.recall`, the
 same query, k, reference time and conversation as the evaluator's probe), no context call, and
 access statistics are frozen (the frequency prior would otherwise drift between variants). A
@@ -33,7 +37,8 @@ def parse_args(argv=None):
     p.add_argument("--cases", default="", help="comma-separated case ids (default: all)")
     p.add_argument("--ks", default="5,10,25")
     p.add_argument("--variant", action="append", default=[],
-                   help="NAME=JSON of settings overrides (repeatable; default one variant 'base={}')")
+                   help="NAME=JSON of settings overrides (repeatable; default one variant 'base={}'); "
+                        "the name 'dense' ranks by raw cosine instead (memory_eval --baseline dense)")
     p.add_argument("--per-case", action="store_true", help="also print R@10 per case")
     p.add_argument("--misses", action="store_true",
                    help="also say where each gold ref missed at k=10 sits: rank 11-25, ranked lower, or not a candidate")
@@ -48,9 +53,11 @@ def _variants(specs: list[str]) -> list[tuple[str, dict]]:
     return out
 
 
-def _ingest(bench, cases, run_id) -> None:
+def _ingest(bench, cases, run_id) -> dict[str, dict[str, int]]:
+    """Returns each case's memory labels (label -> memory id), for the probes that expect labels."""
     from evaluation.runner import CaseRunner
 
+    labels = {}
     for case in cases:
         t0 = time.perf_counter()
         runner = CaseRunner(case, run_id=run_id, k_override=None, baseline=None)
@@ -66,7 +73,9 @@ def _ingest(bench, cases, run_id) -> None:
                 runner._flush_messages(pending)
                 runner.step(step)
         runner._flush_messages(pending)
+        labels[case["id"]] = runner.labels
         bench.log(f"ingested {case['id']} ({time.perf_counter() - t0:.0f}s)")
+    return labels
 
 
 def _recall_at(gold: set[str], ranked_refs: list[list[str]], k: int) -> float:
@@ -93,9 +102,20 @@ def _where(result, gold: set[str], top_refs: list[list[str]]) -> dict[str, int]:
     return out
 
 
-def _score(cases, run_id, ks, misses: bool = False) -> tuple[list[dict], list[float]]:
+def _label_row(case, step, labels: dict[str, int], ids: list[int], ks) -> dict:
+    """A probe that expects labels: the share of its labelled memories in the top k (label recall@k;
+    at k=5 the evaluator's expect_hit_rate for a probe with labels only). Category: the case id
+    without its number (`personal-zh-tune-03` -> `personal-zh-tune`)."""
+    gold = [labels.get(label) for label in step["expect"]["labels"]]
+    return {"case": case["id"], "category": case["id"].rsplit("-", 1)[0],
+            **{f"R@{k}": sum(1 for g in gold if g in ids[:k]) / len(gold) for k in ks}}
+
+
+def _score(cases, run_id, ks, misses: bool = False, labels_of: dict | None = None,
+           dense: bool = False) -> tuple[list[dict], list[float]]:
     from datetime import datetime
 
+    from evaluation.dense import dense_recall
     from evaluation.runner import CaseRunner
     from memory import selectors
     from tenancy.services import org_get_or_create
@@ -103,16 +123,32 @@ def _score(cases, run_id, ks, misses: bool = False) -> tuple[list[dict], list[fl
     rows, timings = [], []
     for case in cases:
         runner = CaseRunner(case, run_id=run_id, k_override=None, baseline=None)
+        labels = (labels_of or {}).get(case["id"], {})
         for step in case["steps"]:
-            if step["op"] != "probe" or not step.get("expect", {}).get("sources"):
+            expect = step.get("expect", {}) if step["op"] == "probe" else {}
+            if not expect.get("sources") and not (expect.get("labels") and labels):
                 continue
             org_name, user = step.get("org", case["org"]), step.get("user", case["user"])
             org = org_get_or_create(slug=runner._org_slug(org_name))
             conversation_id = runner.conversation(org_name, user, step["session"])
+            if dense:  # the plain embedder over the same memories (evaluation/dense.py)
+                found = dense_recall(org=org, user_id=user, query=step["query"], k=max(ks), at=step["at"],
+                                     conversation_id=conversation_id)
+                if expect.get("labels"):
+                    rows.append(_label_row(case, step, labels, [i["id"] for i in found], ks))
+                    continue
+                refs = [[s["ref"] for s in item["sources"] if s.get("ref")] for item in found]
+                gold = set(expect["sources"])
+                rows.append({"case": case["id"], "category": step["label"].split("-", 1)[-1],
+                             **{f"R@{k}": _recall_at(gold, refs, k) for k in ks}})
+                continue
             result = selectors.recall(selectors.RecallQuery(
                 org=org, user_id=user, query=step["query"], k=max(ks), at=datetime.fromisoformat(step["at"]),
                 conversation_id=conversation_id, explain=misses))
             timings.append(result.timings_ms.get("total", 0.0))
+            if expect.get("labels"):
+                rows.append(_label_row(case, step, labels, [item.memory.id for item in result.items], ks))
+                continue
             refs = [[s["ref"] for s in item.sources if s.get("ref")] for item in result.items]
             gold = set(step["expect"]["sources"])
             rows.append({"case": case["id"], "category": step["label"].split("-", 1)[-1],
@@ -144,18 +180,19 @@ def main(argv=None) -> int:
     marker = bench.var_dir / "ingested.json"
     meta = json.loads(marker.read_text()) if marker.exists() else None
     if meta and meta["file"] == args.file and meta["cases"] == [c["id"] for c in cases]:
-        run_id = meta["run_id"]
+        run_id, labels_of = meta["run_id"], meta.get("labels", {})
         bench.log(f"reusing ingest {run_id}")
     else:
         run_id = new_run_id()
-        _ingest(bench, cases, run_id)
-        marker.write_text(json.dumps({"file": args.file, "cases": [c["id"] for c in cases], "run_id": run_id}))
+        labels_of = _ingest(bench, cases, run_id)
+        marker.write_text(json.dumps({"file": args.file, "cases": [c["id"] for c in cases], "run_id": run_id,
+                                      "labels": labels_of}))
     memory.access.record_access = lambda ids: None  # frozen: the frequency prior must not drift between variants
     report = {}
     for name, overrides in _variants(args.variant):
         t0 = time.perf_counter()
         with override_settings(**overrides):
-            rows, timings = _score(cases, run_id, ks, args.misses)
+            rows, timings = _score(cases, run_id, ks, args.misses and name != "dense", labels_of, dense=name == "dense")
         summary = _summary(rows, ks)
         timings.sort()
         p50 = timings[len(timings) // 2] if timings else 0.0
@@ -170,7 +207,7 @@ def main(argv=None) -> int:
         if args.misses:
             where: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
             for row in rows:
-                for key, n in row["where"].items():
+                for key, n in row.get("where", {}).items():
                     where[row["category"]][key] += n
                     where["all"][key] += n
             for category, counts in sorted(where.items()):

@@ -288,7 +288,7 @@ RECALL_WEIGHTS = env.json("RECALL_WEIGHTS", default={
 RECALL_LONG_QUERY_CHARS = env.int("RECALL_LONG_QUERY_CHARS", default=240)
 RECALL_FOCUS_MIN_CHARS = env.int("RECALL_FOCUS_MIN_CHARS", default=40)
 RECALL_LONG_QUERY = env.json("RECALL_LONG_QUERY", default={
-    "focus_weight": 0.8, "keyword_scale_zh": 0.5, "keyword_scale_en": 1.0, "keyword_whole": False,
+    "focus_weight": 0.8, "keyword_scale_zh": 1.0, "keyword_scale_en": 1.0, "keyword_whole": False,
 })
 # Second look (memory/second_look.py): the top `seeds` hits re-score the candidates; every candidate
 # gains `weight` x its relevance to them. weight 0 turns it off (neighbours and speakers too).
@@ -305,6 +305,23 @@ RECALL_SECOND_LOOK = env.json("RECALL_SECOND_LOOK", default={
     "seeds": 2, "weight": 0.4, "expand": False,
     "neighbours": 2, "neighbour_pool": 4, "neighbour_weight": 0.3, "speaker_weight": 0.2,
     "background_weight": 1.6, "background_min": 20,
+})
+# Each stage earns its weight per query (memory/signal_confidence.py, docs/architecture.md "Read
+# path"). `conversation_turns`: a query of this many non-empty lines or more is a
+# conversation (memory/query_shape.py; 0: only long queries are). `keyword_norm`: "mass" scales a
+# memory's keyword score by the share of the query's term weight (idf) it matches, so a long query's
+# common words weigh little; "top" scales by the best match (before issue 40); "top_or_mass" by the
+# larger of the two (a query whose terms one memory all holds scales as "top" did). `prior_scale`:
+# recency, importance and access are multiplied by this. The second look and the turn-neighbour lift
+# need a confident seed: with `second_look_needs_pool`, a user with more memories than one candidate
+# list; with `second_look_margin` > 0, a top hit that leads the `seeds`+1-th by this much raw cosine.
+# `focus_turns`: at most this many of the last speaker's turns make the focus. `parts_max`: a
+# conversation's semantic score is (1 - this) x the blended vector's cosine + this x the best cosine of
+# its parts (the whole, the focus): no extra encoder call.
+# Chosen on the *-tune files of evaluation/data/robust and longdialog-zh-tune.jsonl (docs/evaluation.md).
+RECALL_CONFIDENCE = env.json("RECALL_CONFIDENCE", default={
+    "conversation_turns": 2, "keyword_norm": "top_or_mass", "prior_scale": 1.0,
+    "second_look_needs_pool": True, "second_look_margin": 0.0, "focus_turns": 2, "parts_max": 0.5,
 })
 ACCESS_STATS_FLUSH_SECONDS = env.float("ACCESS_STATS_FLUSH_SECONDS", default=5.0)
 # Short turns and memories: weak length normalisation and early term saturation (LoCoMo-tuned, docs/evaluation.md).

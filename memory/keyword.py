@@ -140,6 +140,17 @@ class TermIndex:
         doc_len = lengths[self.docs].astype(np.float64)
         self.weight = tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len / avgdl))
 
+    def mass(self, query: np.ndarray) -> float:
+        """The score a document of average length holding each query term once would get: the sum
+        of the idf of the query's terms this index knows (a repeated term counts each time, as in
+        `scores`). A memory's score over this is the share of the query's evidence it matches."""
+        if not len(self.terms) or not len(query):
+            return 0.0
+        at = np.searchsorted(self.terms, query)
+        at[at >= len(self.terms)] = 0
+        known = self.terms[at] == query
+        return float(self.idf[at[known]].sum())
+
     def scores(self, query: np.ndarray) -> np.ndarray:
         """The BM25 score of every document (zeros where no query term occurs); a term repeated in
         the query counts each time, as in the library."""

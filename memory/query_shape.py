@@ -6,6 +6,12 @@ turn asks, and its keyword terms match every memory that shares a word with the 
 long query is read as two texts: the whole, and its focus (the last turn(s) of whoever speaks
 last, or the last sentences when there are no speaker labels). Short queries are left as they
 are: no extra encoder call, no change in ranking.
+
+A conversation is read the same way whatever its length: a query of several turns ("用户：…\n
+助手：…\n用户：…", or plain newline-separated lines) is an agent sending the dialogue so far, whose
+latest user turn is what needs a memory and whose earlier turns are context. From
+RECALL_CONFIDENCE["conversation_turns"] turns on, a query is a conversation; its focus is the last
+speaker's last turn(s), as for a long query.
 """
 import re
 from dataclasses import dataclass
@@ -42,8 +48,8 @@ def _turns(text: str) -> list[tuple[str | None, str]]:
     return turns
 
 
-def focus_of(text: str, min_chars: int) -> str:
-    """The last turn(s) of the last speaker (up to two of their turns while shorter than
+def focus_of(text: str, min_chars: int, max_turns: int = 2) -> str:
+    """The last turn(s) of the last speaker (up to `max_turns` of their turns while shorter than
     `min_chars`); without speaker labels, the last sentences up to `min_chars`."""
     turns = _turns(text)
     labelled = [t for t in turns if t[0] is not None]
@@ -53,7 +59,7 @@ def focus_of(text: str, min_chars: int) -> str:
         for who, said in reversed(turns):
             if who == speaker and said:
                 picked.insert(0, said)
-                if len(picked) >= 2 or sum(map(len, picked)) >= min_chars:
+                if len(picked) >= max_turns or sum(map(len, picked)) >= min_chars:
                     break
         if picked:
             return " ".join(picked)
@@ -66,10 +72,16 @@ def focus_of(text: str, min_chars: int) -> str:
     return " ".join(picked)
 
 
+def is_conversation(text: str) -> bool:
+    """Several turns: at least `conversation_turns` non-empty lines (with or without speaker labels)."""
+    needed = settings.RECALL_CONFIDENCE.get("conversation_turns", 0)
+    return bool(needed) and sum(1 for line in text.splitlines() if line.strip()) >= needed
+
+
 def shape(query: str) -> QueryShape:
-    if len(query) < settings.RECALL_LONG_QUERY_CHARS:
+    if len(query) < settings.RECALL_LONG_QUERY_CHARS and not is_conversation(query):
         return QueryShape(query, None)
-    focus = focus_of(query, settings.RECALL_FOCUS_MIN_CHARS)
+    focus = focus_of(query, settings.RECALL_FOCUS_MIN_CHARS, settings.RECALL_CONFIDENCE.get("focus_turns", 2))
     if not focus or len(focus) >= len(query) * 0.8:
         return QueryShape(query, None)  # nothing to separate: one long question
     return QueryShape(query, focus)

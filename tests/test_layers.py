@@ -24,7 +24,7 @@ APP_LAYERS = [
 MEMORY_LAYERS = [
     ("memory", "memory.models", "memory.choices", "memory.thresholds", "memory.context_budget",
      "memory.context_evidence", "memory.query_shape", "memory.keyword_zh", "memory.onnx_encoder",
-     "memory.maintenance_runs", "memory.beat", "memory.prompts"),
+     "memory.maintenance_runs", "memory.beat", "memory.prompts", "memory.signal_confidence"),
     ("memory.embeddings", "memory.vector_index", "memory.vectors", "memory.cache"),
     ("memory.extraction", "memory.subjects", "memory.keyword"),
     ("memory.enqueue", "memory.access"),

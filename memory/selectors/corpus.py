@@ -152,6 +152,12 @@ class UserCorpus:
         """Raw BM25 score of every active memory of the user that shares a term with the query."""
         return self.keyword_scores_of(term_hashes(terms(query)))
 
+    def keyword_mass(self, query: str) -> float:
+        """`TermIndex.mass` of the query over this user's memories (0: no term known)."""
+        if self.index is None:
+            return 0.0
+        return self.index.mass(term_hashes(terms(query)))
+
     def keyword_scores_of(self, query: np.ndarray) -> dict[int, float]:
         if self.index is None or not len(query):
             return {}

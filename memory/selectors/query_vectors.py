@@ -8,7 +8,7 @@ by side and the request thread reads the user's snapshot and scores keywords mea
 for the slowest encode, not for their sum plus its own reads. ONNX Runtime and NumPy's kernels release
 the GIL while they compute."""
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -27,12 +27,15 @@ class QueryVectors:
     embedder: object
     unit: np.ndarray  # the query as a document would be embedded: scores stored vectors exactly
     search: list[np.ndarray]  # vectors sent to the index for candidates
+    # A conversation's parts (the whole, its focus) as documents would be embedded: a memory's
+    # best match over them joins the blend (RECALL_CONFIDENCE["parts_max"], recall_candidates).
+    parts: list[np.ndarray] = field(default_factory=list)
 
 
 def blend(whole: QueryVectors, focus: QueryVectors, focus_weight: float) -> QueryVectors:
     mix = lambda a, b: ((1.0 - focus_weight) * a + focus_weight * b).astype(np.float32)  # noqa: E731
     return QueryVectors(whole.embedder, mix(whole.unit, focus.unit),
-                        [mix(a, b) for a, b in zip(whole.search, focus.search)])
+                        [mix(a, b) for a, b in zip(whole.search, focus.search)], [whole.unit, focus.unit])
 
 
 def _compose(embedder, parts: list[np.ndarray], cjk: bool) -> QueryVectors:

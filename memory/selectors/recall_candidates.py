@@ -132,11 +132,20 @@ def _semantic_scores(q: RecallQuery, vectors: QueryVectors, kept: dict[int, Cand
         return {}
     stored = np.vstack([vector for _, vector in pairs])
     share = settings.RECALL_WEIGHTS["multilingual_share_en"]
-    mixed = similarity(vectors.embedder, vectors.unit, stored, cjk=False, first_weight=share)
-    multilingual = similarity(vectors.embedder, vectors.unit, stored, cjk=True)
     query_cjk = is_cjk(q.query)
-    return {memory_id: float(multilingual[i] if query_cjk or kept[memory_id].cjk else mixed[i])
-            for i, (memory_id, _) in enumerate(pairs)}
+    cjk_rows = np.array([query_cjk or kept[memory_id].cjk for memory_id, _ in pairs])
+
+    def cosines(unit: np.ndarray) -> np.ndarray:
+        mixed = similarity(vectors.embedder, unit, stored, cjk=False, first_weight=share)
+        multilingual = similarity(vectors.embedder, unit, stored, cjk=True)
+        return np.where(cjk_rows, multilingual, mixed)
+
+    score = cosines(vectors.unit)
+    best_share = settings.RECALL_CONFIDENCE.get("parts_max", 0.0)
+    if vectors.parts and best_share > 0:  # a conversation: its best-matching part counts too
+        best = np.max(np.vstack([cosines(part) for part in vectors.parts]), axis=0)
+        score = (1.0 - best_share) * score + best_share * best
+    return {memory_id: float(score[i]) for i, (memory_id, _) in enumerate(pairs)}
 
 
 def minmax(scores: dict[int, float]) -> dict[int, float]:

@@ -31,6 +31,7 @@ from memory.selectors.recall_candidates import (  # noqa: F401  (the types are p
     read_vectors,
     semantic_candidates,
 )
+from memory.signal_confidence import confident_seed, keyword_relevance
 from memory.vectors import active_embedder
 
 logger = logging.getLogger(__name__)
@@ -56,10 +57,11 @@ def _static_parts(q: RecallQuery, memory: Candidate, links: list[int], state: st
         if path is not None:
             parts["entity_path"] = path
         return parts
+    prior = settings.RECALL_CONFIDENCE.get("prior_scale", 1.0)  # priors break near-ties (memory/signal_confidence.py)
     return {
-        "recency": round(w["recency"] * math.pow(0.5, age_days / settings.RECALL_RECENCY_HALF_LIFE_DAYS), 4),
-        "importance": round(w["importance"] * memory.importance, 4),
-        "frequency": round(w["frequency"] * min(1.0, math.log1p(memory.access_count) / math.log1p(50)), 4),
+        "recency": round(prior * w["recency"] * math.pow(0.5, age_days / settings.RECALL_RECENCY_HALF_LIFE_DAYS), 4),
+        "importance": round(prior * w["importance"] * memory.importance, 4),
+        "frequency": round(prior * w["frequency"] * min(1.0, math.log1p(memory.access_count) / math.log1p(50)), 4),
         "entity": w["entity"] if boost and set(boost) & set(links) else 0.0,
         # A standing memory states what is true now; the episode it came from only what was said then.
         "episode": -w["episode_penalty"] if memory.kind == "episode" else 0.0,
@@ -191,7 +193,9 @@ def recall(q: RecallQuery) -> RecallResult:
     if focus is not None and focus.memory_ids:
         # Linked memories are candidates whatever their wording, and the relevance floor spares them.
         q = dataclasses.replace(q, include_ids=set(q.include_ids) | set(focus.memory_ids))
-    keyword_raw = corpus.keyword_scores(keyword_text(q.query))
+    keyword_query = keyword_text(q.query)
+    keyword_raw = corpus.keyword_scores(keyword_query)
+    keyword_mass = corpus.keyword_mass(keyword_query) if keyword_raw else 0.0
     keyword_top = dict(sorted(keyword_raw.items(), key=lambda pair: -pair[1])[:limit])
     result.timings_ms["keyword"] = (time.perf_counter() - t0) * 1000
     # Still while the encoders run: back-check the keyword candidates and read their vectors.
@@ -226,8 +230,7 @@ def recall(q: RecallQuery) -> RecallResult:
                     raw_semantic[memory_id] = vector_hits[memory_id]
             semantic_of.clear()
             semantic_of[key] = raw_semantic
-        top_kw = max(keyword_raw.values(), default=0.0)
-        keyword = {m: keyword_raw.get(m, 0.0) / top_kw for m in kept} if top_kw > 0 else {}
+        keyword = keyword_relevance(keyword_raw, kept, keyword_mass)
         semantic = minmax(raw_semantic) if settings.RECALL_NORMALIZE_SEMANTIC else raw_semantic
         return _rank(q, kept, semantic, keyword, links, raw_semantic, lineage, bonus, static, focus)
 
@@ -240,7 +243,8 @@ def recall(q: RecallQuery) -> RecallResult:
         kept.update(more)
 
     ranked = score_round(kept)
-    if second_look_enabled(q.query):
+    if second_look_enabled(q.query) and confident_seed(semantic_of.get(frozenset(kept), {}),
+                                                       settings.RECALL_SECOND_LOOK["seeds"], len(corpus.ids), limit):
         ranked = second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword_raw, score_round, admit,
                              neighbours, corpus)
     # Current and history are decided among the top of the ranked list, so it is chosen past k first.

@@ -67,6 +67,7 @@ def test_second_look_raises_what_the_top_hits_are_about(api, settings):
                  "Caroline went hiking with friends last week", "The weather was cold in March"]:
         remember(api, text)
     settings.RECALL_SECOND_LOOK = {"seeds": 2, "weight": 0.4}
+    settings.RECALL_CONFIDENCE = {**settings.RECALL_CONFIDENCE, "second_look_needs_pool": False}  # six memories
     body = recall(api, "What are Caroline's plans for a family?", k=6, explain=True)
     bonus = {item["content"]: item["score_parts"]["second_look"] for item in body["items"]}
     assert "adopt" in body["items"][0]["content"]

@@ -1,11 +1,20 @@
 """Turn neighbours in the second look (memory/second_look.py): the turns next to the best candidates'
 turns are candidates too, and those next to the top hits gain a bonus."""
+import pytest
+
 from memory.models import Memory, MemorySource
 from memory.second_look import turn_neighbours
 from tests.conversations.api_helpers import create_conversation
 from tests.memory.test_recall import recall
 
 SECOND_LOOK = {"seeds": 2, "weight": 0.4, "expand": False}
+
+
+@pytest.fixture(autouse=True)
+def _second_look_on_small_corpora(settings):
+    # These users have a handful of memories: the second look's pool gate (memory/signal_confidence.py)
+    # would keep it off; the gate has its own tests (tests/memory/test_signal_confidence.py).
+    settings.RECALL_CONFIDENCE = {**settings.RECALL_CONFIDENCE, "second_look_needs_pool": False}
 
 
 def _append(api, conversation_id: int, texts: list[str]) -> None:
