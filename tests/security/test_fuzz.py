@@ -156,11 +156,15 @@ def _seed() -> dict:
     doomed = ok(api.post("/api/v1/memories", {"kind": "event", "content": "Sold the old tractor in March."},
                          format="json"))
     forget = ok(api.post("/api/v1/forget", {"memory_ids": [doomed["memory"]["id"]]}, format="json"))
+    ok(api.post("/api/v1/entities", {"type": "workorder", "external_id": "WO-1", "name": "工单1"}, format="json"))
+    relation = ok(api.post("/api/v1/relations", {"from": {"type": "workorder", "external_id": "WO-1"}, "type": "about",
+                                                 "to": {"type": entity["type"], "external_id": entity["external_id"]}},
+                           format="json"))
     return {
         "org_id": org.id, "headers": auth_headers(api),
         "conversation_id": cid, "message_id": messages[0]["id"], "task_key": "plan",
         "memory_ids": [keyed["memory"]["id"], plain["memory"]["id"]], "request_id": forget["id"],
-        "entity": (entity["type"], entity["external_id"]),
+        "entity": (entity["type"], entity["external_id"]), "relation_id": relation["id"],
     }
 
 
@@ -245,7 +249,8 @@ def _operations(which):
 def _concrete_path(operation, seeded) -> str:
     values = {"conversation_id": seeded["conversation_id"], "message_id": seeded["message_id"],
               "memory_id": seeded["memory_ids"][0], "request_id": seeded["request_id"], "key": seeded["task_key"],
-              "type": seeded["entity"][0], "external_id": seeded["entity"][1], "conflict_id": seeded.get("conflict_id", 1)}
+              "type": seeded["entity"][0], "external_id": seeded["entity"][1], "conflict_id": seeded.get("conflict_id", 1),
+              "relation_id": seeded["relation_id"]}
     return operation.path.format(**values)
 
 
