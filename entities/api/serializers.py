@@ -78,51 +78,40 @@ class EntityRefSerializer(StrictSerializer):
     external_id = StrictCharField(max_length=200)
 
 
-class RelationInputSerializer(StrictSerializer):
-    # "from" is a Python keyword: the field is declared under its wire name below.
+class RelationKeySerializer(StrictSerializer):
+    """(from, type, to): what names one relation. "from" is a Python keyword: declared in get_fields."""
+
     type = serializers.RegexField(TYPE_RE, help_text="Open string: about, is_model, located_at, served_by, ...")
     to = EntityRefSerializer()
+
+    def get_fields(self):
+        fields = super().get_fields()
+        fields["from"] = EntityRefSerializer()
+        return fields
+
+    def validate(self, attrs):
+        attrs["from_ref"], attrs["to_ref"] = attrs.pop("from"), attrs.pop("to")
+        return attrs
+
+
+class RelationInputSerializer(RelationKeySerializer):
     valid_from = BoundedDateTimeField(required=False, allow_null=True)
     valid_to = BoundedDateTimeField(required=False, allow_null=True)
     source = StrictCharField(max_length=200, required=False, allow_blank=True, default="",
                              help_text="Who asserted the relation (e.g. erp-sync); the API key's actor when empty.")
 
-    def get_fields(self):
-        fields = super().get_fields()
-        fields["from"] = EntityRefSerializer()
-        return fields
 
-    def validate(self, attrs):
-        attrs["from_ref"], attrs["to_ref"] = attrs.pop("from"), attrs.pop("to")
-        return attrs
-
-
-class RelationBulkInputSerializer(StrictSerializer):
-    relations = RelationInputSerializer(many=True, allow_empty=False)
-
+def _relation_batch(child: type[StrictSerializer], name: str) -> type[StrictSerializer]:
+    """A batch of relations (at most MAX_BATCH_MESSAGES, read per request: a changed setting applies at once)."""
     def validate_relations(self, value):
         return at_most(value, settings.MAX_BATCH_MESSAGES, "relations per batch")
 
-
-class RelationKeySerializer(StrictSerializer):
-    type = serializers.RegexField(TYPE_RE)
-    to = EntityRefSerializer()
-
-    def get_fields(self):
-        fields = super().get_fields()
-        fields["from"] = EntityRefSerializer()
-        return fields
-
-    def validate(self, attrs):
-        attrs["from_ref"], attrs["to_ref"] = attrs.pop("from"), attrs.pop("to")
-        return attrs
+    return type(name, (StrictSerializer,), {"relations": child(many=True, allow_empty=False),
+                                            "validate_relations": validate_relations, "__module__": __name__})
 
 
-class RelationEndInputSerializer(StrictSerializer):
-    relations = RelationKeySerializer(many=True, allow_empty=False)
-
-    def validate_relations(self, value):
-        return at_most(value, settings.MAX_BATCH_MESSAGES, "relations per batch")
+RelationBulkInputSerializer = _relation_batch(RelationInputSerializer, "RelationBulkInputSerializer")
+RelationEndInputSerializer = _relation_batch(RelationKeySerializer, "RelationEndInputSerializer")
 
 
 class RelatedEntitySerializer(serializers.Serializer):
