@@ -225,7 +225,8 @@ def test_killed_between_commit_and_publish_lag_returns_to_0(node, tally):
     killed_at = time.monotonic()
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
     lagging = lag(node)
-    assert lagging == count, "the writes committed and none was projected"
+    # A projection may slip out before the kill lands; the trial needs committed rows left lagging.
+    assert 0 < lagging <= count, "the writes committed and some were left unprojected"
     ok = wait_until(lambda: lag(node) == 0, timeout=HEAL_DEADLINE, interval=1)
     t.attempted, t.succeeded = count, count - lag(node)
     t.extra.update(lag_at_kill=lagging, healed_after_kill_s=round(time.monotonic() - killed_at, 1))
