@@ -386,7 +386,7 @@ def _measure(args, bench, meta, served) -> int:
 
     from bench.serve import Client, Server
     from bench.synth import TextGen
-    from config import server_timing
+    from common import server_timing
     from memory.embeddings import CompositeEmbedder
     from memory.models import PAYLOAD_VERSION, VectorCollection
     from memory.query_shape import shape

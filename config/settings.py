@@ -32,6 +32,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI / Redoc served from our static files: /api/docs/ works offline
     "django_celery_beat",
+    "common",  # what every app shares (text, plain reads, the Redis guard, ...): no models
     "tenancy",
     "entities",
     "conversations",
@@ -56,7 +57,7 @@ MIDDLEWARE = [
 # middleware; not in the stack at all when off.
 SERVER_TIMING = env.bool("SERVER_TIMING", default=False)
 if SERVER_TIMING:
-    MIDDLEWARE.insert(0, "config.server_timing.ServerTimingMiddleware")
+    MIDDLEWARE.insert(0, "common.server_timing.ServerTimingMiddleware")
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
@@ -119,7 +120,7 @@ REDIS_SOCKET_TIMEOUT = env.float("REDIS_SOCKET_TIMEOUT", default=0.5)
 REDIS_BREAKER_SECONDS = env.float("REDIS_BREAKER_SECONDS", default=5.0)
 REDIS_URL = env.str("REDIS_URL", default="")
 if REDIS_URL:
-    from config.redis_guard import GuardedConnection
+    from common.redis_guard import GuardedConnection
 
     CACHES = {
         "default": {

@@ -3,7 +3,7 @@ from datetime import datetime
 from django.db.models import Min, Q, QuerySet
 from django.http import Http404
 
-from config.plain_reads import plain_instances, plain_rows
+from common.plain_reads import plain_instances, plain_rows
 from conversations.models import Conversation, ConversationAccess, Message, TaskState
 from tenancy.models import Org
 

@@ -117,7 +117,7 @@ def _reembed() -> dict:
 
 
 def _analyze() -> bool:
-    from config.sqlite_stats import sqlite_analyze
+    from common.sqlite_stats import sqlite_analyze
 
     return sqlite_analyze()
 

@@ -26,7 +26,7 @@ def warm_up() -> None:
     degrades recall, it does not stop the service)."""
     from django.conf import settings
 
-    from conversations.textutil import ensure_jieba
+    from common.text import ensure_jieba
     from conversations.tokens import get_encoding
     from memory.embeddings import get_embedder
 
@@ -37,7 +37,7 @@ def warm_up() -> None:
     get_encoding()
     ensure_jieba()
     try:
-        from config.sqlite_stats import sqlite_analyze
+        from common.sqlite_stats import sqlite_analyze
 
         sqlite_analyze()  # the planner's statistics, before the first recall needs them
     except Exception as exc:

@@ -6,11 +6,12 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("config", "tenancy", "entities", "conversations", "memory", "console", "evaluation")
+PACKAGES = ("common", "config", "tenancy", "entities", "conversations", "memory", "console", "evaluation")
 
 # Low to high, as docs/architecture.md draws them; the longest matching prefix names a module's layer.
 APP_LAYERS = [
-    ("config.settings", "config.redis_guard", "config.plain_reads", "config.sqlite_stats", "config.server_timing"),
+    ("common", "config.settings",
+     "config.plain_reads"),  # TEMPORARY re-export for the parallel read-path branch; removed at merge
     ("tenancy",),
     ("entities",),
     ("conversations",),

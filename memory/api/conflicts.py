@@ -9,6 +9,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from common.actor import request_actor
 from memory.api.serializers import MemoryItemOutputSerializer
 from memory.models import MemoryConflict
 from memory.selectors import conflict_list
@@ -49,10 +50,6 @@ class ConflictListOutputSerializer(serializers.Serializer):
     results = ConflictOutputSerializer(many=True)
 
 
-def _actor(request) -> str:
-    return f"api:{request.auth.prefix}:{request.user.user_id}"
-
-
 class ConflictListApi(APIView):
     @extend_schema(parameters=[OpenApiParameter("status", str, enum=STATUSES, required=False),
                                OpenApiParameter("limit", int, required=False)],
@@ -75,7 +72,7 @@ class ConflictResolveApi(APIView):
         data.is_valid(raise_exception=True)
         try:
             conflict = conflict_resolve(org=request.user.org, conflict_id=conflict_id, action=data.validated_data["action"],
-                                        operator=_actor(request), actor_kind="api")
+                                        operator=request_actor(request), actor_kind="api")
         except ConflictStateError as exc:
             return Response({"detail": str(exc), "code": "conflict"}, status=409)
         conflict = MemoryConflict.objects.select_related("older", "newer").get(id=conflict.id)

@@ -7,7 +7,8 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config import server_timing
+from common import server_timing
+from common.actor import request_actor
 from conversations.models import Message
 from conversations.selectors import conversation_get
 from entities.selectors import entity_ids_from_refs
@@ -19,10 +20,6 @@ from memory.services.memories import MemoryInput, SourceRef
 from tenancy.api import SeqCursorPagination
 from tenancy.idempotency import idempotent
 from tenancy.schema import CONFLICT, IDEMPOTENCY_KEY
-
-
-def _actor(request) -> str:
-    return f"api:{request.auth.prefix}:{request.user.user_id}"
 
 
 def _entity_ids(request, refs: list[str], field: str = "entities") -> list[int]:
@@ -78,7 +75,7 @@ class MemoryListCreateApi(APIView):
             org=org, user_id=user_id, kind=v["kind"], content=v["content"], assertion=v["assertion"],
             slot_key=v.get("key"), importance=v["importance"], valid_from=v.get("valid_from"), valid_to=v.get("valid_to"),
             occurred_at=v.get("occurred_at"), created_at=v.get("at"), entity_ids=_entity_ids(request, v["entities"]),
-            sources=sources, created_by="api", actor=_actor(request),
+            sources=sources, created_by="api", actor=request_actor(request),
         ))
         body = {"action": outcome.action, "memory": s.MemoryOutputSerializer(outcome.memory).data if outcome.memory else None,
                 "superseded": outcome.superseded}
@@ -105,9 +102,9 @@ class MemoryDetailApi(APIView):
                              "code": "conflict"}, status=409)
         changes = {k: v for k, v in data.validated_data.items() if v is not None}
         if "content" in changes:
-            memory = services.memory_update(memory_id=memory.id, actor=_actor(request), **changes)
+            memory = services.memory_update(memory_id=memory.id, actor=request_actor(request), **changes)
         else:  # what is said about the memory, not what it says: no new content version
-            memory = services.memory_annotate(memory_id=memory.id, actor=_actor(request), **changes)
+            memory = services.memory_annotate(memory_id=memory.id, actor=request_actor(request), **changes)
         return Response(s.MemoryOutputSerializer(memory).data)
 
 
@@ -129,7 +126,7 @@ class MemoryInvalidateApi(APIView):
         data.is_valid(raise_exception=True)
         if memory.status not in (MemoryStatus.ACTIVE, MemoryStatus.INVALIDATED):
             return Response({"detail": f"Memory is {memory.status}.", "code": "conflict"}, status=409)
-        memory = services.memory_invalidate(memory_id=memory.id, reason=data.validated_data["reason"], actor=_actor(request))
+        memory = services.memory_invalidate(memory_id=memory.id, reason=data.validated_data["reason"], actor=request_actor(request))
         return Response(s.MemoryOutputSerializer(memory).data)
 
 
@@ -231,7 +228,7 @@ class ForgetApi(APIView):
             raise ValidationError({"memory_ids": [f"Unknown memory {i}." for i in missing]})
         target = "user" if v["everything"] else ("query" if v["query"] else "memory")
         include_messages = v["include_messages"] if v["include_messages"] is not None else target != "memory"
-        req = forget_request_create(org=org, subject_user=user_id, requested_by=_actor(request), target=target,
+        req = forget_request_create(org=org, subject_user=user_id, requested_by=request_actor(request), target=target,
                                     memory_ids=sorted(owned), query=v["query"], include_messages=include_messages)
         req.refresh_from_db()
         return Response(_forget_request_data(req), status=status.HTTP_201_CREATED)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from conversations.textutil import pos_cut
+from common.text import pos_cut
 from memory.extraction.patterns import load_patterns
 
 __all__ = ["Reading", "habitual", "onset", "read", "task_scope"]

@@ -15,6 +15,7 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from common.actor import request_actor
 from conversations.models import Conversation
 from conversations.selectors import messages_stored
 from conversations.services import messages_append
@@ -62,7 +63,7 @@ class Mem0Api(APIView):
 
 
 def _actor(request, user_id: str) -> str:
-    return f"mem0:{request.auth.prefix}:{user_id}"
+    return request_actor(request, protocol="mem0", user_id=user_id)
 
 
 def _entity_filters(v: dict) -> Filters:

@@ -68,7 +68,7 @@ def queue_depths() -> dict[str, int]:
         return {}
     import redis
 
-    from config.redis_guard import GuardedConnection
+    from common.redis_guard import GuardedConnection
 
     # A fresh client per call (a probe, not the request path), with the broker's timeouts and breaker.
     client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=settings.BROKER_SOCKET_TIMEOUT,

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.conf import settings
 
-from conversations.textutil import cjk_ratio
+from common.text import is_cjk
 from memory.choices import MemoryScope, MemoryStatus
 from memory.models import Memory, MemoryEmbedding
 from memory.services.subject_tier import STANDING_KINDS
@@ -31,7 +31,7 @@ def whole(memory: Memory | NearMemory) -> Memory:
 
 @functools.lru_cache(maxsize=8192)  # the same window's contents are scored again on every write
 def _is_cjk(content: str) -> bool:
-    return cjk_ratio(content) >= 0.3
+    return is_cjk(content)
 
 
 def similar_active(org: Org, user_id: str, kind: str, scope: str, conversation_id: int | None, slot_key: str | None,
@@ -55,7 +55,7 @@ def similar_active(org: Org, user_id: str, kind: str, scope: str, conversation_i
     if not pairs:
         return []
     stored = np.vstack([from_bytes(blob) for _, blob in pairs])
-    query_cjk = cjk_ratio(content) >= 0.3
+    query_cjk = is_cjk(content)
     cjk = np.array([query_cjk or _is_cjk(rows[memory_id].content) for memory_id, _ in pairs])
     embedder = active_embedder()
     sims = np.where(cjk, similarity(embedder, vector, stored, cjk=True), similarity(embedder, vector, stored, cjk=False))

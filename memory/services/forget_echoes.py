@@ -24,8 +24,8 @@ import numpy as np
 from django.conf import settings
 from django.db.models import Q
 
+from common.text import is_cjk
 from conversations.models import Message
-from conversations.textutil import cjk_ratio
 from memory.choices import MemoryKind, MemoryStatus
 from memory.models import Memory, MemoryEmbedding, MemorySource
 from memory.vectors import active_embedder, from_bytes, similarity
@@ -127,8 +127,8 @@ def _similar_echoes(org_id: int, user_id: str, targets: dict[int, Memory], episo
     for fact_id, blob in fact_vectors.items():
         fact = with_text[fact_id].content
         vector = from_bytes(blob)
-        cjk_fact = cjk_ratio(fact) >= 0.3
-        cjk = np.array([cjk_fact or cjk_ratio(by_id[e].content) >= 0.3 for e, _ in pairs])
+        cjk_fact = is_cjk(fact)
+        cjk = np.array([cjk_fact or is_cjk(by_id[e].content) for e, _ in pairs])
         sims = np.where(cjk, similarity(embedder, vector, stored, cjk=True), similarity(embedder, vector, stored, cjk=False))
         for (episode_id, _), cosine in zip(pairs, sims):
             if episode_id in found:

@@ -58,16 +58,16 @@ def masked_seed(embedder, texts: list[str], vectors) -> None:
 
 
 def masked_similarity(embedder, a: str, others: list[str]) -> list[float]:
-    from conversations.textutil import cjk_ratio
+    from common.text import is_cjk
     from memory.vectors import similarity
 
     if not others:
         return []
     vectors = _masked_vectors(embedder, [a] + others)
-    cjk_a = cjk_ratio(a) >= 0.3
+    cjk_a = is_cjk(a)
     sims = []
     for text, vec in zip(others, vectors[1:]):
-        cjk = cjk_a or cjk_ratio(text) >= 0.3
+        cjk = cjk_a or is_cjk(text)
         sims.append(float(similarity(embedder, vectors[0], vec, cjk=cjk)[0]))
     return sims
 

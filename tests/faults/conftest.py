@@ -332,7 +332,7 @@ def redis_cache_settings(location: str) -> dict:
     """The service profile's django-redis cache (config/settings.py), pointed at `location`."""
     from django.conf import settings
 
-    from config.redis_guard import GuardedConnection
+    from common.redis_guard import GuardedConnection
 
     current = settings.CACHES["default"]
     if current["BACKEND"].endswith("RedisCache"):

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
+from common.redis_guard import GuardedConnection, breaker_clear
 from config.celery import app
-from config.redis_guard import GuardedConnection, breaker_clear
 from tests.faults.conftest import wait_until
 
 pytestmark = pytest.mark.django_db

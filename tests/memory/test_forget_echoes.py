@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conversations.textutil import cjk_ratio
+from common.text import is_cjk
 from memory.services.forget_echoes import codes, echo_score, grams, is_echo
 
 PAIRS = Path(__file__).resolve().parents[2] / "evaluation" / "data" / "echo_pairs.jsonl"
@@ -22,7 +22,7 @@ def test_scores_separate_echoes_from_same_topic_sentences():
     wrong = []
     for row in rows:
         fact, text = embedder.encode_one(row["fact"]), embedder.encode_one(row["text"])
-        cosine = float(similarity(embedder, fact, np.vstack([text]), cjk=cjk_ratio(row["fact"]) >= 0.3)[0])
+        cosine = float(similarity(embedder, fact, np.vstack([text]), cjk=is_cjk(row["fact"]))[0])
         if is_echo(cosine, row["fact"], row["text"]) != row["echo"]:
             wrong.append((row["text"], round(echo_score(cosine, row["fact"], row["text"]), 3)))
     assert not wrong
