@@ -398,9 +398,9 @@ def _measure(args, bench, meta, served) -> int:
     from tenancy.models import Org
 
     org = Org.objects.get(slug="bench")
-    from memory.warmup import settle, warm_up
+    from memory.jobs.startup_warmup import settle, warm_up
 
-    # As the served process starts (memory/warmup.py): models, planner statistics, the snapshots of the
+    # As the served process starts (memory/jobs/startup_warmup.py): models, planner statistics, the snapshots of the
     # most recently active users (as many as RECALL_CORPUS["users"]), the garbage collector's freeze.
     warm_up()
     if not args.no_service:  # the snapshots are for recall() in this process; the floor reads none

@@ -8,7 +8,7 @@ worse than none: taken at the start of a fresh install, they made every recall ~
 thousand memories existed. So statistics are written only once the memory table has `MIN_ROWS`
 rows, and written again whenever it has grown to `GROWTH` times what they describe (`ANALYZE` with a
 row limit per index: approximate statistics, milliseconds even at a million rows). The web process
-checks at start-up and every few minutes (memory/warmup.py, memory/scheduler.py). MySQL keeps its
+checks at start-up and every few minutes (memory/jobs/startup_warmup.py, memory/jobs/scheduler_thread.py). MySQL keeps its
 own statistics: nothing to do there."""
 from django.db import connection
 

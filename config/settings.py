@@ -235,7 +235,7 @@ TASK_MEMORY_TTL_HOURS = env.int("TASK_MEMORY_TTL_HOURS", default=24)
 # Pending extraction (Message.extracted_at NULL, set in the message's own transaction) older than this is
 # queued again (extracted in place with eager tasks) by the sweep; 600 s while the default queue has a backlog.
 EXTRACTION_RESUME_AFTER_SECONDS = env.int("EXTRACTION_RESUME_AFTER_SECONDS", default=30)
-# In-process maintenance scheduler (memory/scheduler.py), started by config/wsgi.py in one web process:
+# In-process maintenance scheduler (memory/jobs/scheduler_thread.py), started by config/wsgi.py in one web process:
 # "all" runs every maintenance job (the embedded default: nothing else runs them), "sweep" only the
 # extraction sweep (with a broker: beat runs the rest, and recovery must not depend on beat), "off".
 MAINTENANCE_SCHEDULER = env.str("MAINTENANCE_SCHEDULER", default="all" if CELERY_TASK_ALWAYS_EAGER else "sweep")

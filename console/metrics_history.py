@@ -1,7 +1,7 @@
 """The small time series behind the dashboard's charts: samples of the data behind /metrics
 (config/metrics.py), stored as console.MetricSample rows.
 
-`metrics_sample()` is the one entry point. It is called by the beat job (memory/beat.py,
+`metrics_sample()` is the one entry point. It is called by the beat job (memory/jobs/beat_schedule.py,
 `console.tasks.metrics_sample_task`), by the web process's sampler thread (config/wsgi.py), by
 any embedded scheduler, and by the dashboard on request. It takes at most one sample per process per
 METRICS_SAMPLE_SECONDS (later calls return None), so several callers never double the data.

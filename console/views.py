@@ -148,7 +148,7 @@ def _latency_probe(request, form: LatencyProbeForm) -> dict:
 
 def _maintenance_view() -> dict:
     """Pending extraction and the last run of each maintenance job (memory.selectors)."""
-    from memory.scheduler import maintenance_status
+    from memory.jobs.scheduler_thread import maintenance_status
     from memory.selectors import extraction_pending
 
     status = maintenance_status()

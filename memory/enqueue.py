@@ -6,7 +6,7 @@ enqueue by name and the task is looked up in the Celery app's registry at call t
 
 The write has committed; if the broker (or, when tasks run eagerly, the vector index) is down, the
 row stays with projected_version < version (or the message unextracted, extracted_at NULL) and
-reconcile (or the extraction sweep, memory/scheduler.py) drives it again later. Anything else is a
+reconcile (or the extraction sweep, memory/jobs/scheduler_thread.py) drives it again later. Anything else is a
 bug and propagates - to the caller's robust on_commit hook, which logs it and keeps the write's
 success (conversations/services.py).
 """

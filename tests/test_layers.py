@@ -25,13 +25,13 @@ APP_LAYERS = [
 MEMORY_LAYERS = [
     ("memory", "memory.models", "memory.choices", "memory.thresholds", "memory.context_budget",
      "memory.context_evidence", "memory.query_shape", "memory.keyword_zh", "memory.onnx_encoder",
-     "memory.maintenance_runs", "memory.beat", "memory.prompts", "memory.signal_confidence"),
+     "memory.jobs.run_records", "memory.jobs.beat_schedule", "memory.prompts", "memory.signal_confidence"),
     ("memory.embeddings", "memory.vector_index", "memory.vectors", "memory.cache"),
     ("memory.extraction", "memory.subjects", "memory.keyword"),
     ("memory.enqueue", "memory.access"),
     ("memory.selectors", "memory.second_look"),
     ("memory.services", "memory.context"),
-    ("memory.projections", "memory.maintenance", "memory.warmup", "memory.scheduler"),
+    ("memory.projections", "memory.jobs"),
     ("memory.tasks", "memory.receivers", "memory.apps"),
     ("memory.api", "memory.mcp", "memory.mem0", "memory.management"),
 ]

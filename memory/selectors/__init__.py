@@ -1,5 +1,5 @@
 """Read path of long-term memory."""
-from memory.selectors.maintenance import EXTRACTABLE_ROLES, backlog_counts, extraction_pending  # noqa: F401
+from memory.selectors.backlog import EXTRACTABLE_ROLES, backlog_counts, extraction_pending  # noqa: F401
 from memory.selectors.memories import (  # noqa: F401
     conflict_list,
     memory_get,

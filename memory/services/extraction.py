@@ -11,7 +11,7 @@ from conversations.services import message_mark_do_not_remember, message_mark_ex
 from memory.choices import MemoryAssertion, MemoryKind, MemoryScope, MemoryStatus
 from memory.enqueue import MESSAGES_EXTRACT, enqueue, projections_deferred
 from memory.models import Memory
-from memory.selectors.maintenance import EXTRACTABLE_ROLES
+from memory.selectors.backlog import EXTRACTABLE_ROLES
 from memory.services.extraction_inputs import existing_for, recent_turns
 from memory.services.memories import MemoryInput, SourceRef, memory_invalidate, memory_restated, memory_write
 from memory.vectors import active_embedder

@@ -30,7 +30,7 @@ import numpy as np
 from django.conf import settings
 
 from conversations.models import EntityMention, Message
-from memory.selectors.maintenance import EXTRACTABLE_ROLES
+from memory.selectors.backlog import EXTRACTABLE_ROLES
 from memory.services.extraction_inputs import EXISTING_SHOWN, RECENT_TURNS, existing_for, recent_turns
 
 logger = logging.getLogger(__name__)

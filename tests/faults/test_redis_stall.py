@@ -210,7 +210,7 @@ def test_appends_answer_within_the_bound_while_redis_is_paused(org, tmp_path, ta
         # again by the resume service (older_than_seconds=0: everything not yet extracted).
         resume = subprocess.run(
             [sys.executable, "manage.py", "shell", "-c",
-             "from memory.maintenance import extraction_resume; print(extraction_resume(older_than_seconds=0))"],
+             "from memory.jobs.lost_work_resume import extraction_resume; print(extraction_resume(older_than_seconds=0))"],
             cwd=ROOT, env=node.env, capture_output=True, text=True, timeout=120)
         assert resume.returncode == 0, resume.stderr[-2000:]
         refs = list(acknowledged)

@@ -4,8 +4,8 @@ rebuild_projections re-projects them."""
 import numpy as np
 import pytest
 
-from memory.maintenance import projections_rebuild
 from memory.models import PAYLOAD_VERSION, MemoryEmbedding, VectorCollection
+from memory.projections.rebuild import projections_rebuild
 from memory.selectors import RecallQuery, recall
 from memory.services.memories import MemoryInput, memory_write
 from memory.vector_index import VectorPoint

@@ -9,7 +9,7 @@ extraction and projection sweeps only (``MAINTENANCE_SCHEDULER``: all | sweep | 
 Exactly one process per node runs it: the thread starts only in the process that takes an exclusive
 lock on ``VAR_DIR/maintenance-scheduler.lock`` (the shard-owning web process; a second gunicorn, a
 management command or a test run beside it does not). Jobs run one after another on this thread,
-each on its own database connection, and record their last run (memory/maintenance_runs.py).
+each on its own database connection, and record their last run (memory/jobs/run_records.py).
 """
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ _queued: dict[int, float] = {}  # message id -> monotonic time the sweep queued 
 
 def _extraction_sweep() -> int:
     from memory.enqueue import tasks_eager
-    from memory.maintenance import extraction_resume, resume_age_seconds
+    from memory.jobs.lost_work_resume import extraction_resume, resume_age_seconds
 
     now = time.monotonic()
     if tasks_eager():
@@ -58,7 +58,7 @@ def _extraction_sweep() -> int:
     for message_id, at in list(_queued.items()):
         if now - at > REQUEUE_AFTER_SECONDS:
             del _queued[message_id]
-    from memory.selectors.maintenance import pending_extraction
+    from memory.selectors.backlog import pending_extraction
 
     age = resume_age_seconds()
     candidates = [i for i in pending_extraction(older_than_seconds=age) if i not in _queued]
@@ -75,7 +75,7 @@ def _projection_sweep() -> dict:
     """Projections heal without beat (issue 42): what lost its task is queued again once the broker
     answers (run in place with eager tasks). The same (row, version) is not queued again sooner than
     REQUEUE_AFTER_SECONDS, so a backlog in the vector queue is not multiplied."""
-    from memory.maintenance import projections_resume
+    from memory.jobs.lost_work_resume import projections_resume
 
     now = time.monotonic()
     for key, at in list(_projections_queued.items()):
@@ -85,9 +85,9 @@ def _projection_sweep() -> dict:
 
 
 def _reconcile() -> dict:
-    from memory import maintenance
+    from memory.projections.reconcile import projections_reconcile_once
 
-    return maintenance.projections_reconcile_once(fix=True)
+    return projections_reconcile_once(fix=True)
 
 
 def _expire() -> int:
@@ -106,14 +106,15 @@ def _reembed() -> dict:
     """Changing EMBEDDING_MODEL schedules a re-embed: the live collection is rebuilt for it here."""
     from django.conf import settings
 
-    from memory import maintenance
     from memory.embeddings import get_embedder
     from memory.models import VectorCollection
 
     live = VectorCollection.live()
     if live is None or get_embedder(settings.EMBEDDING_MODEL).model_id == live.model_id:
         return {"skipped": "live model is EMBEDDING_MODEL"}
-    return maintenance.reembed(model=settings.EMBEDDING_MODEL)
+    from memory.projections.reembed import reembed
+
+    return reembed(model=settings.EMBEDDING_MODEL)
 
 
 def _analyze() -> bool:
@@ -139,7 +140,7 @@ def _jobs(mode: str) -> list[Job]:
 
     jobs = [Job("extraction_resume", settings.EXTRACTION_SWEEP_SECONDS, _extraction_sweep),
             Job("projections_resume", settings.PROJECTION_SWEEP_SECONDS, _projection_sweep)]
-    if mode == "all":  # the intervals of memory/beat.py
+    if mode == "all":  # the intervals of memory/jobs/beat_schedule.py
         jobs += [Job("projections_reconcile", 300, _reconcile), Job("memories_expire", 600, _expire),
                  Job("memories_evict", 3600, _evict), Job("idempotency_purge", 3600, _purge_idempotency),
                  Job("sqlite_analyze", 300, _analyze)]
@@ -151,8 +152,8 @@ def _jobs(mode: str) -> list[Job]:
 def _loop(jobs: list[Job]) -> None:
     from django.db import close_old_connections, connection
 
-    from memory.maintenance_runs import maintenance_run
-    from memory.warmup import wait_warm
+    from memory.jobs.run_records import maintenance_run
+    from memory.jobs.startup_warmup import wait_warm
 
     while not wait_warm(timeout=1.0):  # the jobs need the models; don't load them a second time
         if _stop.is_set():
@@ -227,7 +228,7 @@ def stop_scheduler(timeout: float = STOP_TIMEOUT_SECONDS) -> None:
 
 def maintenance_status() -> dict:
     """Where maintenance runs (this process's scheduler thread, or beat) and each job's last run."""
-    from memory.maintenance_runs import maintenance_runs
+    from memory.jobs.run_records import maintenance_runs
 
     return {"scheduler": scheduler_status(), "jobs": maintenance_runs()}
 

@@ -23,7 +23,7 @@ def extraction_pending() -> dict:
 
 
 def pending_extraction(*, older_than_seconds: int = 60) -> list[int]:
-    """Messages whose extraction never ran (a lost task): the extraction sweep (memory/scheduler.py)
+    """Messages whose extraction never ran (a lost task): the extraction sweep (memory/jobs/scheduler_thread.py)
     and beat's extraction_resume queue them again."""
     cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
     return list(Message.objects.filter(extracted_at__isnull=True, created_at__lt=cutoff, role__in=EXTRACTABLE_ROLES)
@@ -36,7 +36,7 @@ def pending_projection(*, older_than_seconds: int = 30, limit: int = 2000) -> tu
     marker, written in the row's own transaction with every new version. Returns (active rows as
     (id, version), ids of rows no longer active whose points must go), those last written more than
     ``older_than_seconds`` ago; younger ones are left to their own task. Read by the projection
-    sweep (memory/scheduler.py)."""
+    sweep (memory/jobs/scheduler_thread.py)."""
     from django.db.models import F
 
     from memory.choices import MemoryStatus

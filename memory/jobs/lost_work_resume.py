@@ -1,9 +1,6 @@
-"""Maintenance jobs (DESIGN §5): the projection runs over the whole store, and the resume of lost
-queued work (extraction never run, forget requests approved but never executed).
-
-The projection runs live in `memory/projections/` (reconcile, rebuild, re-embed); they are named
-here too, as the jobs the scheduler, beat tasks and management commands run. MySQL is the truth;
-every job can be rerun at any time.
+"""Resume of lost queued work (DESIGN §5): extraction never run, forget requests approved but never
+executed, projections that never landed. MySQL holds the durable markers, so every run can be
+repeated at any time; the projection runs over the whole store are `memory/projections/`.
 
 Topology: the embedded shard is owned by one process, and only that process may run the projection
 jobs (the reconcile beat task must be routed to it; a management command run beside a server that
@@ -27,32 +24,8 @@ from memory.enqueue import (
     tasks_eager,
 )
 from memory.models import ForgetRequest
-from memory.projections.batch import (
-    BatchResult,
-    DimensionMismatch,
-    memories_sync_batch,
-    single_flight,
-)
-from memory.projections.rebuild import projections_rebuild
-from memory.projections.reconcile import (
-    projections_reconcile,
-    projections_reconcile_once,
-)
-from memory.projections.reembed import reembed
 
-__all__ = [
-    "BatchResult",
-    "DimensionMismatch",
-    "extraction_resume",
-    "memories_sync_batch",
-    "projections_rebuild",
-    "projections_reconcile",
-    "projections_resume",
-    "projections_reconcile_once",
-    "reembed",
-    "resume_age_seconds",
-    "single_flight",
-]
+__all__ = ["extraction_resume", "projections_resume", "resume_age_seconds"]
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +60,7 @@ def extraction_resume(*, older_than_seconds: int | None = None, skip: set[int] |
     Default age: ``resume_age_seconds()``. ``skip``: message ids the caller queued moments ago. With
     eager tasks the extraction runs here: a chunk that fails is logged and left pending, and the
     next chunks still run (one bad message must not stall everyone's recovery)."""
-    from memory.selectors.maintenance import pending_extraction
+    from memory.selectors.backlog import pending_extraction
 
     if older_than_seconds is None:
         older_than_seconds = resume_age_seconds()
@@ -130,7 +103,7 @@ def projections_resume(*, older_than_seconds: int | None = None,
     queued recently is skipped, and what this call queues is added."""
     from django.conf import settings
 
-    from memory.selectors.maintenance import pending_projection
+    from memory.selectors.backlog import pending_projection
 
     if older_than_seconds is None:
         older_than_seconds = settings.PROJECTION_RESUME_AFTER_SECONDS
