@@ -8,7 +8,8 @@ import pytest
 from django.db.models import F
 from django.utils import timezone
 
-from memory import enqueue, scheduler
+from memory import enqueue
+from memory.jobs import scheduler_thread as scheduler
 from memory.jobs.lost_work_resume import projections_resume
 from memory.models import Memory
 from memory.projections import memories_sync
