@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from config.metrics import LATENCY, REQUESTS
 from console.models import MetricSample
-from memory.choices import MemoryStatus
+from memory.choices import ConflictStatus, MemoryStatus
 from memory.selectors import backlog_counts as backlog
 
 logger = logging.getLogger(__name__)
@@ -106,7 +106,7 @@ def _gauges() -> dict:
             "extraction_backlog": figures["unextracted"],
             "forget_pending": figures["forget_pending"],
             "forget_approved": figures["forget_approved"],
-            "conflicts_open": MemoryConflict.objects.filter(status="open", older__status=MemoryStatus.ACTIVE,
+            "conflicts_open": MemoryConflict.objects.filter(status=ConflictStatus.OPEN, older__status=MemoryStatus.ACTIVE,
                                                             newer__status=MemoryStatus.ACTIVE).count(),
         })
     try:

@@ -23,6 +23,7 @@ from console.forget_admin import APPROVE_PERMISSION, forget_request_submit
 from console.forms import ApiKeyCreateForm, ForgetUserForm, LatencyProbeForm, PurgeOrgForm, RecallExplainForm
 from console.selectors import STATUSES, bar_chart, memory_growth, org_counts
 from conversations.models import Conversation, Message
+from memory.choices import ForgetRequestStatus
 from memory.models import ForgetRequest, Memory
 from memory.selectors import RecallQuery, recall
 from memory.services.forget import org_purge
@@ -238,7 +239,7 @@ def forget_user(request):
                ("conversations owned", conversations.count()),
                ("messages in them (will be redacted)", Message.objects.filter(conversation__in=conversations).count()),
                ("pending forget requests for this user",
-                ForgetRequest.objects.filter(org=org, subject_user=user_id, status="pending").count())]
+                ForgetRequest.objects.filter(org=org, subject_user=user_id, status=ForgetRequestStatus.PENDING).count())]
     _freeze(form, "org", "user_id")  # what is confirmed is what was previewed
     return _render(request, "admin/console/action_form.html", "Confirm: forget everything about a user", form=form,
                    summary=summary, intro="Step 2: every memory is redacted and fingerprinted, vectors and cache entries "

@@ -11,17 +11,18 @@ from rest_framework.views import APIView
 
 from common.actor import request_actor
 from memory.api.serializers import MemoryItemOutputSerializer
+from memory.choices import ConflictStatus
 from memory.models import MemoryConflict
 from memory.selectors import conflict_list
 from memory.services.conflicts import RESOLUTIONS, ConflictStateError, conflict_resolve
 from tenancy.schema import CONFLICT
 
 MAX_LIMIT = 500
-STATUSES = [s for s, _ in MemoryConflict.STATUSES]
+STATUSES = ConflictStatus.values
 
 
 class ConflictListParamsSerializer(serializers.Serializer):
-    status = serializers.ChoiceField(choices=STATUSES, default="open")
+    status = serializers.ChoiceField(choices=STATUSES, default=ConflictStatus.OPEN)
     limit = serializers.IntegerField(min_value=1, max_value=MAX_LIMIT, default=100)
 
 

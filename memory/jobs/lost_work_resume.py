@@ -15,6 +15,7 @@ from datetime import timedelta
 from django.db.models import Q
 from django.utils import timezone
 
+from memory.choices import ForgetRequestStatus
 from memory.enqueue import (
     FORGET_REQUEST_EXECUTE,
     MEMORIES_SYNC,
@@ -73,7 +74,7 @@ def extraction_resume(*, older_than_seconds: int | None = None, skip: set[int] |
         except Exception:
             logger.exception("extraction resume: chunk of %d failed, left pending (first id %s)", len(chunk), chunk[0])
     cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
-    approved = (ForgetRequest.objects.filter(status="approved")
+    approved = (ForgetRequest.objects.filter(status=ForgetRequestStatus.APPROVED)
                 .filter(Q(decided_at__lt=cutoff) | Q(decided_at__isnull=True))
                 .order_by("id").values_list("id", flat=True)[:1000])
     for request_id in approved:

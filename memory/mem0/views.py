@@ -20,13 +20,14 @@ from conversations.models import Conversation
 from conversations.selectors import messages_stored
 from conversations.services import messages_append
 from memory import selectors, services
-from memory.choices import MemoryAssertion, MemoryKind, MemoryStatus
+from memory.choices import ForgetRequestStatus, MemoryAssertion, MemoryKind, MemoryStatus
 from memory.mem0 import serializers as s
 from memory.mem0.events import event_results, event_status
 from memory.mem0.identity import HasApiKey, Mem0BadRequest, Mem0NotSupported, Mem0TokenAuthentication, acting_user, may_name_users, user_pin
 from memory.mem0.scoping import ENTITY_KEYS, Filters, apply_filters, conversation_for, conversations_matching, parse_filters, parse_when
 from memory.models import Mem0AddEvent, Memory
 from memory.selectors.memories import forget_rules_latest
+from memory.selectors.supersede_chain import supersede_chain
 from memory.services.forget import forget_request_create
 from memory.services.memories import MemoryInput, SourceRef
 
@@ -228,7 +229,7 @@ def _load(request, memory_id: str, *, allow_superseded: bool = True) -> Memory:
 
 
 def _forget_answer(req, done: str) -> Response:
-    if req.status == "executed":
+    if req.status == ForgetRequestStatus.EXECUTED:
         return Response({"message": done})
     return Response({"message": "Deletion is waiting for an operator's approval (this org reviews forget requests).",
                      "status": req.status, "forget_request_id": str(req.id)}, status=status.HTTP_202_ACCEPTED)
@@ -262,12 +263,8 @@ class MemoryDetailApi(Mem0Api):
     def delete(self, request, memory_id: str):
         memory = _load(request, memory_id)
         ids = [memory.id]
-        if _flag(request.query_params.get("delete_linked"), "delete_linked"):
-            frontier = [memory.id]
-            while frontier:  # the memories it superseded, transitively
-                frontier = list(Memory.objects.filter(org=memory.org, user_id=memory.user_id, superseded_by_id__in=frontier)
-                                .exclude(id__in=ids).values_list("id", flat=True))
-                ids += frontier
+        if _flag(request.query_params.get("delete_linked"), "delete_linked"):  # what it superseded, transitively
+            ids += [m.id for m in supersede_chain(memory=memory, same_owner=True, newer=False).older]
         req = forget_request_create(org=memory.org, subject_user=memory.user_id, requested_by=_actor(request, memory.user_id),
                                     target="memory", memory_ids=ids, include_messages=False, via="api", execute_inline=True)
         return _forget_answer(req, "Memory deleted successfully!")

@@ -7,6 +7,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from conversations.models import Message
+from memory.choices import ForgetRequestStatus
 
 __all__ = ["EXTRACTABLE_ROLES", "backlog_counts", "extraction_pending", "pending_extraction", "pending_projection"]
 
@@ -62,6 +63,6 @@ def backlog_counts() -> dict[str, int]:
         "lagging": Memory.objects.filter(projected_version__lt=F("version")).count(),
         "unextracted": Message.objects.filter(extracted_at__isnull=True, created_at__lt=cutoff,
                                               role__in=EXTRACTABLE_ROLES).count(),
-        "forget_pending": ForgetRequest.objects.filter(status="pending").count(),
-        "forget_approved": ForgetRequest.objects.filter(status="approved").count(),
+        "forget_pending": ForgetRequest.objects.filter(status=ForgetRequestStatus.PENDING).count(),
+        "forget_approved": ForgetRequest.objects.filter(status=ForgetRequestStatus.APPROVED).count(),
     }

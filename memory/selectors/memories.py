@@ -3,7 +3,7 @@ from datetime import datetime
 from django.db.models import Exists, F, Max, OuterRef, Q, QuerySet
 from django.http import Http404
 
-from memory.choices import MemoryKind, MemoryStatus
+from memory.choices import ConflictStatus, MemoryKind, MemoryStatus
 from memory.models import ForgetRule, Memory, MemoryConflict, MemoryVersion
 from tenancy.models import Org
 
@@ -88,12 +88,12 @@ def projection_lag() -> dict:
     return {"lagging_memories": lagging, "queue_depth": queue_depth, "queues": queues}
 
 
-def conflict_list(*, org: Org, user_id: str | None = None, status: str = "open") -> QuerySet[MemoryConflict]:
+def conflict_list(*, org: Org, user_id: str | None = None, status: str = ConflictStatus.OPEN) -> QuerySet[MemoryConflict]:
     """Open conflicts are those whose two memories are both still active."""
     qs = MemoryConflict.objects.filter(org=org, status=status).select_related("older", "newer")
     if user_id is not None:
         qs = qs.filter(user_id=user_id)
-    if status == "open":
+    if status == ConflictStatus.OPEN:
         qs = qs.filter(older__status=MemoryStatus.ACTIVE, newer__status=MemoryStatus.ACTIVE)
     return qs
 

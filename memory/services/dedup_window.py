@@ -7,9 +7,8 @@ import numpy as np
 from django.conf import settings
 
 from common.text import is_cjk
-from memory.choices import MemoryScope, MemoryStatus
+from memory.choices import SUBJECT_KINDS, MemoryScope, MemoryStatus
 from memory.models import Memory, MemoryEmbedding
-from memory.services.subject_tier import STANDING_KINDS
 from memory.vectors import active_embedder, from_bytes, similarity
 from tenancy.models import Org
 
@@ -40,7 +39,7 @@ def similar_active(org: Org, user_id: str, kind: str, scope: str, conversation_i
     slot key plus the most recent SEMANTIC_DEDUP_WINDOW others (bounded work per write)."""
     # A standing statement is compared with every standing memory: "提醒我的时候用短信" (fact) and
     # "以后都用微信提醒我" (preference) are about one subject.
-    kinds = sorted(STANDING_KINDS) if kind in STANDING_KINDS and scope == MemoryScope.USER else [kind]
+    kinds = sorted(SUBJECT_KINDS) if kind in SUBJECT_KINDS and scope == MemoryScope.USER else [kind]
     base = Memory.objects.filter(org=org, user_id=user_id, kind__in=kinds, scope=scope, status=MemoryStatus.ACTIVE)
     if scope == MemoryScope.TASK:
         base = base.filter(conversation_id=conversation_id)

@@ -13,7 +13,7 @@ from django.utils import timezone
 from conversations.models import Conversation, HistorySummary, Message
 from conversations.services import messages_redact
 from memory.cache import memory_cache, user_generation_bump
-from memory.choices import MemoryStatus
+from memory.choices import ForgetRequestStatus, MemoryStatus
 from memory.enqueue import FORGET_REQUEST_EXECUTE, MEMORY_POINTS_DELETE, enqueue
 from memory.models import ForgetRequest, ForgetRule, Memory, MemoryEmbedding, MemorySource, MemoryTerms, MemoryVersion
 from memory.selectors.recall_pipeline import RecallQuery, recall
@@ -67,9 +67,9 @@ def forget_request_create(*, org: Org, subject_user: str, requested_by: str, tar
 @retry_on_contention
 def forget_request_decide(*, request: ForgetRequest, approve: bool, operator: str,
                           execute_inline: bool = False) -> ForgetRequest:
-    if request.status != "pending":
+    if request.status != ForgetRequestStatus.PENDING:
         return request
-    request.status = "approved" if approve else "rejected"
+    request.status = ForgetRequestStatus.APPROVED if approve else ForgetRequestStatus.REJECTED
     request.operator, request.decided_at = operator[:200], timezone.now()
     if not approve:
         request.query = ""  # nothing will be forgotten; the query text need not be kept either
@@ -132,7 +132,7 @@ def _drop_projections(org_id: int, user_id: str, memory_id: int, version: int) -
 
 def forget_request_execute(*, request_id: int) -> ForgetRequest:
     request = ForgetRequest.objects.select_related("org").get(id=request_id)
-    if request.status != "approved":
+    if request.status != ForgetRequestStatus.APPROVED:
         return request
     org, user_id = request.org, request.subject_user
     echoes: list[int] = []
@@ -178,7 +178,7 @@ def forget_request_execute(*, request_id: int) -> ForgetRequest:
         Mem0AddEvent.objects.filter(org=org, user_id=user_id).update(metadata={})
     if said_since:
         messages_extract(message_ids=sorted(said_since), reextract=True)
-    request.status, request.executed_at, request.query = "executed", timezone.now(), ""
+    request.status, request.executed_at, request.query = ForgetRequestStatus.EXECUTED, timezone.now(), ""
     request.result = {"memories_forgotten": len(forgotten), "messages_redacted": len(redacted),
                       "forgotten_memory_ids": sorted(forgotten), "redacted_message_ids": redacted,
                       "echoes_forgotten": len(echoes)}
