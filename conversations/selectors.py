@@ -77,6 +77,24 @@ def message_get(*, conversation: Conversation, message_id: int) -> Message:
     return message
 
 
+def message_in_org(*, org: Org, message_id: int) -> Message | None:
+    """A message by id within the org, whoever may read it: the caller checks readability of its
+    conversation (`conversation_get`) before it uses it (a memory's source given by id)."""
+    return Message.objects.filter(id=message_id, org=org).select_related("conversation").first()
+
+
+def messages_unextracted(*, roles, created_before: datetime | None = None) -> QuerySet[Message]:
+    """Messages committed but not yet extracted (`extracted_at` NULL, the marker the append writes in
+    the message's own transaction) of the given roles, optionally only those older than a time."""
+    pending = Message.objects.filter(extracted_at__isnull=True, role__in=roles)
+    return pending if created_before is None else pending.filter(created_at__lt=created_before)
+
+
+def messages_by_ref(*, org_id: int, conversation_id: int, external_ref: str) -> QuerySet[Message]:
+    """The messages a client's write tagged with one reference (a Mem0 add's `mem0:<event id>`)."""
+    return Message.objects.filter(org_id=org_id, conversation_id=conversation_id, external_ref=external_ref)
+
+
 def task_state_get(*, conversation: Conversation, key: str) -> TaskState:
     task = TaskState.objects.filter(conversation=conversation, key=key).first()
     if task is None:

@@ -9,8 +9,7 @@ from rest_framework.views import APIView
 
 from common import server_timing
 from common.actor import request_actor
-from conversations.models import Message
-from conversations.selectors import conversation_get
+from conversations.selectors import conversation_get, message_in_org
 from entities.selectors import entity_ids_from_refs
 from memory import selectors, services
 from memory.api import serializers as s
@@ -65,7 +64,7 @@ class MemoryListCreateApi(APIView):
         for src in v["sources"]:
             message_id, conversation_id = src.get("message_id"), None
             if message_id:
-                message = Message.objects.filter(id=message_id, org=org).select_related("conversation").first()
+                message = message_in_org(org=org, message_id=message_id)
                 if message is None:
                     raise ValidationError({"sources": [f"Unknown message {message_id}."]})
                 conversation_get(org=org, user_id=user_id, conversation_id=message.conversation_id)  # readable?
@@ -215,7 +214,7 @@ class ForgetPreviewApi(APIView):
 class ForgetApi(APIView):
     @extend_schema(request=s.ForgetInputSerializer, responses={201: s.ForgetRequestOutputSerializer})
     def post(self, request):
-        from memory.services.forget import forget_request_create
+        from memory.services.forget import forget_request_for_caller
 
         data = s.ForgetInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -226,10 +225,9 @@ class ForgetApi(APIView):
         missing = sorted(set(v["memory_ids"]) - owned)
         if missing:
             raise ValidationError({"memory_ids": [f"Unknown memory {i}." for i in missing]})
-        target = "user" if v["everything"] else ("query" if v["query"] else "memory")
-        include_messages = v["include_messages"] if v["include_messages"] is not None else target != "memory"
-        req = forget_request_create(org=org, subject_user=user_id, requested_by=request_actor(request), target=target,
-                                    memory_ids=sorted(owned), query=v["query"], include_messages=include_messages)
+        req = forget_request_for_caller(org=org, user_id=user_id, requested_by=request_actor(request),
+                                        memory_ids=sorted(owned), query=v["query"], everything=v["everything"],
+                                        include_messages=v["include_messages"])
         req.refresh_from_db()
         return Response(_forget_request_data(req), status=status.HTTP_201_CREATED)
 

@@ -29,6 +29,7 @@ from memory.models import Mem0AddEvent, Memory
 from memory.selectors.memories import forget_rules_latest
 from memory.selectors.supersede_chain import supersede_chain
 from memory.services.forget import forget_request_create
+from memory.services.mem0_events import mem0_add_event_create
 from memory.services.memories import MemoryInput, SourceRef
 
 
@@ -120,9 +121,8 @@ class AddApi(Mem0Api):
         at = datetime.fromtimestamp(v["timestamp"], tz=dt_timezone.utc) if "timestamp" in v else timezone.now()
         with transaction.atomic():  # the conversation, the event and its messages or memories: all or nothing
             conversation = conversation_for(org=org, user_id=user_id, agent_id=filters.agent_id, run_id=filters.run_id)
-            event = Mem0AddEvent.objects.create(event_id=uuid.uuid4(), org=org, user_id=user_id, conversation=conversation,
-                                                infer=v["infer"], metadata=v.get("metadata") or {},
-                                                message_count=len(v["messages"]))
+            event = mem0_add_event_create(org=org, user_id=user_id, conversation=conversation, infer=v["infer"],
+                                          metadata=v.get("metadata") or {}, message_count=len(v["messages"]))
             if v["infer"]:
                 fresh = _not_replayed(conversation, user_id, v["messages"])
                 # The normal write path: append, then extraction on commit (forget rules, dedup, supersede, sources).

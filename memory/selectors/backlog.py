@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from conversations.models import Message
+from conversations.selectors import messages_unextracted
 from memory.choices import ForgetRequestStatus
 
 __all__ = ["EXTRACTABLE_ROLES", "backlog_counts", "extraction_pending", "pending_extraction", "pending_projection"]
@@ -17,7 +17,7 @@ EXTRACTABLE_ROLES = {"user", "assistant"}  # what extraction reads; tool and sys
 def extraction_pending() -> dict:
     """Messages committed but not yet extracted (`extracted_at` NULL, the marker the append writes
     in the message's own transaction) and the age of the oldest, in seconds (None when none)."""
-    pending = Message.objects.filter(extracted_at__isnull=True, role__in=EXTRACTABLE_ROLES)
+    pending = messages_unextracted(roles=EXTRACTABLE_ROLES)
     oldest = pending.order_by("created_at").values_list("created_at", flat=True).first()
     age = round((timezone.now() - oldest).total_seconds(), 1) if oldest else None
     return {"messages": pending.count(), "oldest_pending_seconds": age}
@@ -27,8 +27,7 @@ def pending_extraction(*, older_than_seconds: int = 60) -> list[int]:
     """Messages whose extraction never ran (a lost task): the extraction sweep (memory/jobs/scheduler_thread.py)
     and beat's extraction_resume queue them again."""
     cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
-    return list(Message.objects.filter(extracted_at__isnull=True, created_at__lt=cutoff, role__in=EXTRACTABLE_ROLES)
-                .values_list("id", flat=True)[:1000])
+    return list(messages_unextracted(roles=EXTRACTABLE_ROLES, created_before=cutoff).values_list("id", flat=True)[:1000])
 
 
 def pending_projection(*, older_than_seconds: int = 30, limit: int = 2000) -> tuple[list[tuple[int, int]], list[int]]:
@@ -61,8 +60,7 @@ def backlog_counts() -> dict[str, int]:
     cutoff = timezone.now() - timedelta(seconds=60)
     return {
         "lagging": Memory.objects.filter(projected_version__lt=F("version")).count(),
-        "unextracted": Message.objects.filter(extracted_at__isnull=True, created_at__lt=cutoff,
-                                              role__in=EXTRACTABLE_ROLES).count(),
+        "unextracted": messages_unextracted(roles=EXTRACTABLE_ROLES, created_before=cutoff).count(),
         "forget_pending": ForgetRequest.objects.filter(status=ForgetRequestStatus.PENDING).count(),
         "forget_approved": ForgetRequest.objects.filter(status=ForgetRequestStatus.APPROVED).count(),
     }

@@ -102,3 +102,10 @@ def forget_rules_latest(*, org: Org, user_id: str) -> datetime | None:
     """When the newest forget rule that applies to this user (its own, or the org's) was made."""
     return (ForgetRule.objects.filter(org=org).filter(Q(user_id=user_id) | Q(user_id__isnull=True))
             .aggregate(latest=Max("created_at"))["latest"])
+
+
+def conflicts_open_count() -> int:
+    """Open possible conflicts whose two memories are both still active (the dashboard's figure and
+    its time series)."""
+    return MemoryConflict.objects.filter(status=ConflictStatus.OPEN, older__status=MemoryStatus.ACTIVE,
+                                         newer__status=MemoryStatus.ACTIVE).count()

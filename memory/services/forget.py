@@ -10,8 +10,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from conversations.models import Conversation, HistorySummary, Message
-from conversations.services import messages_redact
+from conversations.models import Conversation, Message
+from conversations.services import messages_redact, summaries_delete
 from memory.cache import memory_cache, user_generation_bump
 from memory.choices import ForgetRequestStatus, MemoryStatus
 from memory.enqueue import FORGET_REQUEST_EXECUTE, MEMORY_POINTS_DELETE, enqueue
@@ -62,6 +62,16 @@ def forget_request_create(*, org: Org, subject_user: str, requested_by: str, tar
     if via == "api" and not org.forget_requires_approval:
         forget_request_decide(request=request, approve=True, operator="auto-approve", execute_inline=execute_inline)
     return request
+
+
+def forget_request_for_caller(*, org: Org, user_id: str, requested_by: str, memory_ids: list[int], query: str,
+                              everything: bool, include_messages: bool | None) -> ForgetRequest:
+    """A user's own request through the API: `everything` covers the user, a `query` what it matches,
+    otherwise the listed memories. Messages go too by default unless only listed memories are named."""
+    target = "user" if everything else ("query" if query else "memory")
+    return forget_request_create(org=org, subject_user=user_id, requested_by=requested_by, target=target,
+                                 memory_ids=memory_ids, query=query,
+                                 include_messages=include_messages if include_messages is not None else target != "memory")
 
 
 @retry_on_contention
@@ -169,7 +179,7 @@ def forget_request_execute(*, request_id: int) -> ForgetRequest:
         # messages no longer hold text because of this request, not only what this run changed.
         redacted = sorted(message_ids)
         if request.target == "user":
-            HistorySummary.objects.filter(conversation__org=org, conversation__owner_user=user_id).delete()
+            summaries_delete(org=org, owner_user=user_id)
     if request.target == "user":
         memory_cache.drop_user(org.id, user_id)
         # The client metadata of the user's Mem0 adds may name things too: it goes with the rest.
