@@ -23,6 +23,8 @@ import redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from common.setting import setting
+
 logger = logging.getLogger(__name__)
 
 _lock = threading.Lock()
@@ -30,12 +32,7 @@ _open_until: dict[tuple[str, int], float] = {}
 
 
 def _period() -> float:
-    try:
-        from django.conf import settings
-
-        return float(getattr(settings, "REDIS_BREAKER_SECONDS", 5.0))
-    except Exception:  # settings not configured (a bare redis client in a script)
-        return 5.0
+    return float(setting("REDIS_BREAKER_SECONDS", 5.0))  # the default in a bare redis client of a script
 
 
 def breaker_allows(server: tuple[str, int]) -> bool:
