@@ -128,6 +128,12 @@ def _purge_idempotency() -> int:
     return idempotency_records_purge()
 
 
+def _llm_review() -> dict:
+    from memory.services.llm_review import llm_review_run
+
+    return llm_review_run()
+
+
 def _start_delay() -> float:
     from django.conf import settings
 
@@ -145,6 +151,8 @@ def _jobs(mode: str) -> list[Job]:
                  Job("sqlite_analyze", 300, _analyze)]
         if settings.MAINTENANCE_REEMBED:
             jobs.append(Job("reembed", 600, _reembed))
+        if settings.LLM_BASE_URL and settings.LLM_REVIEW_ENABLED:  # D28; with a broker beat runs it
+            jobs.append(Job("llm_review", 60 * max(1, settings.LLM_REVIEW_EVERY_MINUTES), _llm_review))
     return jobs
 
 
