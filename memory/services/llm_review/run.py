@@ -33,6 +33,9 @@ __all__ = ["llm_review_configured", "llm_review_run"]
 logger = logging.getLogger(__name__)
 
 RUN_LOCK_KEY = "llm_review:running"
+# A standing statement is a sentence or two; a longer one (an API write) is judged on its head, which
+# keeps one item from crowding out the rest of its batch.
+MAX_CONTENT_CHARS = 1000
 
 
 def llm_review_configured() -> bool:
@@ -44,7 +47,7 @@ def _date(memory) -> str:
 
 
 def _side(memory) -> dict:
-    return {"kind": memory.kind, "content": memory.content, "date": _date(memory)}
+    return {"kind": memory.kind, "content": memory.content[:MAX_CONTENT_CHARS], "date": _date(memory)}
 
 
 def batch_payload(batch: Batch) -> tuple[dict, dict[int, object]]:
