@@ -339,3 +339,26 @@ def test_the_task_runs_the_review(org, llm):
     assert result["pair_replaces"] == 1
     pair.refresh_from_db()
     assert pair.status == "superseded"
+
+
+def test_the_command_and_the_enqueue_by_name(org, llm, settings):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    first = conflict(org, "The lab opens at 7", "The lab now opens at 8")
+    assert llm_review_enqueue() is True  # eager here: the queued run has already decided
+    first.refresh_from_db()
+    assert first.status == "superseded"
+
+    second = conflict(org, "The van is white", "The van is now blue")
+    out = StringIO()
+    call_command("llm_review", stdout=out)
+    assert "pair_replaces: 1" in out.getvalue()
+    second.refresh_from_db()
+    assert second.status == "superseded"
+
+    settings.LLM_BASE_URL = ""
+    out = StringIO()
+    call_command("llm_review", stdout=out)
+    assert "no LLM configured" in out.getvalue()
