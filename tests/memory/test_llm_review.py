@@ -362,3 +362,15 @@ def test_the_command_and_the_enqueue_by_name(org, llm, settings):
     out = StringIO()
     call_command("llm_review", stdout=out)
     assert "no LLM configured" in out.getvalue()
+
+
+def test_one_run_at_a_time(org, llm):
+    from django.core.cache import cache
+
+    from memory.services.llm_review.run import RUN_LOCK_KEY
+
+    conflict(org, "The gym opens at 6", "The gym now opens at 5")
+    cache.add(RUN_LOCK_KEY, 1, timeout=60)  # another run holds it
+    assert llm_review_run() == {"skipped": "running"} and llm.requests == []
+    cache.delete(RUN_LOCK_KEY)
+    assert llm_review_run()["pair_replaces"] == 1

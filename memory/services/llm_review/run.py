@@ -101,8 +101,9 @@ def llm_review_run(*, client: ReviewClient | None = None) -> dict:
         return {"skipped": "no_llm"}
     try:
         # One run at a time (beat and an operator's command may overlap): a second run would send
-        # the same items again. If the cache is down, decisions are still idempotent (rows re-read).
-        if not cache.add(RUN_LOCK_KEY, 1, timeout=max(60, int(settings.LLM_REVIEW_EVERY_MINUTES) * 60)):
+        # the same items again. A cache that is down (None from django-redis, which ignores its errors,
+        # or an exception) does not stop the run: decisions are idempotent anyway (rows re-read).
+        if cache.add(RUN_LOCK_KEY, 1, timeout=max(60, int(settings.LLM_REVIEW_EVERY_MINUTES) * 60)) is False:
             return {"skipped": "running"}
     except Exception as exc:
         logger.warning("llm review run lock unavailable (%s); running anyway", type(exc).__name__)
