@@ -29,7 +29,8 @@ LLM_REVIEW_JOB_NAME = "memory: LLM review of conflicts and the gate's uncertain 
 
 
 def _llm_review_job() -> BeatJob | None:
-    """Only with an LLM configured (D28): without one, no row exists and beat queues nothing."""
+    """Only with an LLM configured (D28): without one, no row exists and beat queues nothing. (The
+    test of memory.enqueue.llm_review_configured, which this bottom layer may not import.)"""
     from django.conf import settings
 
     if not (settings.LLM_BASE_URL and settings.LLM_REVIEW_ENABLED):

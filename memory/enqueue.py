@@ -72,14 +72,17 @@ def enqueue(name: str, *args) -> bool:
         return False
 
 
-def llm_review_enqueue() -> bool:
-    """Queue a run of the LLM reviewer (D28), only when an LLM is configured: without one nothing is
-    queued at all (the task would be a no-op)."""
+def llm_review_configured() -> bool:
+    """An LLM endpoint is set and its review of conflicts and the gate's band is not switched off (D28)."""
     from django.conf import settings
 
-    if not (settings.LLM_BASE_URL and settings.LLM_REVIEW_ENABLED):
-        return False
-    return enqueue(LLM_REVIEW)
+    return bool(settings.LLM_BASE_URL) and bool(settings.LLM_REVIEW_ENABLED)
+
+
+def llm_review_enqueue() -> bool:
+    """Queue a run of the LLM reviewer, only when an LLM is configured: without one nothing is queued
+    at all (the task would be a no-op)."""
+    return llm_review_configured() and enqueue(LLM_REVIEW)
 
 
 _deferred = threading.local()

@@ -143,6 +143,8 @@ def _start_delay() -> float:
 def _jobs(mode: str) -> list[Job]:
     from django.conf import settings
 
+    from memory.enqueue import llm_review_configured
+
     jobs = [Job("extraction_resume", settings.EXTRACTION_SWEEP_SECONDS, _extraction_sweep),
             Job("projections_resume", settings.PROJECTION_SWEEP_SECONDS, _projection_sweep)]
     if mode == "all":  # the intervals of memory/beat.py
@@ -151,7 +153,7 @@ def _jobs(mode: str) -> list[Job]:
                  Job("sqlite_analyze", 300, _analyze)]
         if settings.MAINTENANCE_REEMBED:
             jobs.append(Job("reembed", 600, _reembed))
-        if settings.LLM_BASE_URL and settings.LLM_REVIEW_ENABLED:  # D28; with a broker beat runs it
+        if llm_review_configured():  # D28; with a broker, beat runs it
             jobs.append(Job("llm_review", 60 * max(1, settings.LLM_REVIEW_EVERY_MINUTES), _llm_review))
     return jobs
 

@@ -23,6 +23,7 @@ from collections import Counter
 from django.conf import settings
 from django.core.cache import cache
 
+from memory.enqueue import llm_review_configured
 from memory.services.llm_review.answers import InvalidAnswer, parse_answer
 from memory.services.llm_review.apply import conflict_apply, gate_apply, item_unanswered
 from memory.services.llm_review.client import ReviewClient, ReviewRejected, ReviewUnavailable
@@ -36,10 +37,6 @@ RUN_LOCK_KEY = "llm_review:running"
 # A standing statement is a sentence or two; a longer one (an API write) is judged on its head, which
 # keeps one item from crowding out the rest of its batch.
 MAX_CONTENT_CHARS = 1000
-
-
-def llm_review_configured() -> bool:
-    return bool(settings.LLM_BASE_URL) and bool(settings.LLM_REVIEW_ENABLED)
 
 
 def _date(memory) -> str:
