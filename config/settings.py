@@ -258,6 +258,20 @@ LLM_TIMEOUT = env.float("LLM_TIMEOUT", default=20.0)
 # The rolling summary is made inside a context request: its LLM call gets a much shorter timeout
 # than extraction (which runs in a worker); on timeout the extractive summary answers.
 SUMMARY_LLM_TIMEOUT = env.float("SUMMARY_LLM_TIMEOUT", default=5.0)
+# The learned gate's uncertain band (Memory.metadata["gate"]["p"], the keep probability): memories
+# kept with p inside it are what the LLM reviewer re-reads when an LLM is configured (D28).
+GATE_UNCERTAIN_LOW = env.float("GATE_UNCERTAIN_LOW", default=0.35)
+GATE_UNCERTAIN_HIGH = env.float("GATE_UNCERTAIN_HIGH", default=0.65)
+# The LLM reviewer (memory/services/llm_review/, D28): with LLM_BASE_URL set, open possible conflicts and
+# memories in the gate's uncertain band go to the LLM in batches of one user's items, off the request path
+# (a maintenance job every LLM_REVIEW_EVERY_MINUTES). Whatever it cannot decide stays for the operator.
+LLM_REVIEW_ENABLED = env.bool("LLM_REVIEW_ENABLED", default=True)
+LLM_REVIEW_BATCH_SIZE = env.int("LLM_REVIEW_BATCH_SIZE", default=20)
+LLM_REVIEW_MAX_PER_RUN = env.int("LLM_REVIEW_MAX_PER_RUN", default=200)
+LLM_REVIEW_EVERY_MINUTES = env.int("LLM_REVIEW_EVERY_MINUTES", default=10)
+LLM_REVIEW_TIMEOUT = env.float("LLM_REVIEW_TIMEOUT", default=30.0)
+LLM_REVIEW_MAX_ATTEMPTS = env.int("LLM_REVIEW_MAX_ATTEMPTS", default=3)
+LLM_REVIEW_LOOKBACK_DAYS = env.int("LLM_REVIEW_LOOKBACK_DAYS", default=7)
 
 # --------------------------------------------------------------------------- entity access
 ENTITY_ACCESS_POLICY = env.str("ENTITY_ACCESS_POLICY", default="local")  # local | http

@@ -25,6 +25,8 @@ from tenancy.models import Org
 
 logger = logging.getLogger(__name__)
 
+LLM_REVIEW_KEY = "llm_review"  # MemoryConflict.signals[...] written by memory/services/llm_review
+
 PAGE_SIZE = 20
 RESOLVE_PERMISSION = "memory.resolve_memoryconflict"
 STATUSES = ConflictStatus.values
@@ -54,7 +56,10 @@ def conflict_queue(request):
     sources = defaultdict(list)
     for source in MemorySource.objects.filter(memory_id__in=memory_ids).select_related("message").order_by("id"):
         sources[source.memory_id].append(source)
-    pairs = [{"conflict": c, "sides": [("older", c.older, sources[c.older_id]), ("newer", c.newer, sources[c.newer_id])]}
+    pairs = [{"conflict": c, "sides": [("older", c.older, sources[c.older_id]), ("newer", c.newer, sources[c.newer_id])],
+              # The LLM reviewer's verdict (D28) is shown on its own line, not among the score parts.
+              "review": (c.signals or {}).get(LLM_REVIEW_KEY),
+              "signals": {k: v for k, v in (c.signals or {}).items() if k != LLM_REVIEW_KEY}}
              for c in conflicts]
     context = {**admin.site.each_context(request), "title": "Conflicts", "pairs": pairs, "page": page,
                "orgs": Org.objects.order_by("slug"), "org_filter": org, "status": status, "statuses": STATUSES,

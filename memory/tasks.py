@@ -145,3 +145,15 @@ def memories_evict_task() -> int:
     from memory.services.lifecycle import memories_evict
 
     return maintenance_run("memories_evict", memories_evict, where="worker")
+
+
+@shared_task(ignore_result=True)
+def llm_review_task() -> dict:
+    # No retry: the next run (beat, LLM_REVIEW_EVERY_MINUTES) is the retry, and a run stops by itself
+    # when the LLM is down. Without an LLM configured it does nothing (and records no run).
+    from memory.maintenance_runs import maintenance_run
+    from memory.services.llm_review import llm_review_configured, llm_review_run
+
+    if not llm_review_configured():
+        return {"skipped": "no_llm"}
+    return maintenance_run("llm_review", llm_review_run, where="worker")

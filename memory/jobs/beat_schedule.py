@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-__all__ = ["BEAT_JOBS", "ensure_beat_schedule"]
+__all__ = ["BEAT_JOBS", "beat_jobs", "ensure_beat_schedule"]
 
 
 @dataclass(frozen=True)
@@ -25,14 +25,36 @@ BEAT_JOBS: tuple[BeatJob, ...] = (
 )
 
 
+LLM_REVIEW_JOB_NAME = "memory: LLM review of conflicts and the gate's uncertain band"
+
+
+def _llm_review_job() -> BeatJob | None:
+    """Only with an LLM configured (D28): without one, no row exists and beat queues nothing. (The
+    test of memory.enqueue.llm_review_configured, which this bottom layer may not import.)"""
+    from django.conf import settings
+
+    if not (settings.LLM_BASE_URL and settings.LLM_REVIEW_ENABLED):
+        return None
+    return BeatJob(LLM_REVIEW_JOB_NAME, "memory.tasks.llm_review_task", max(1, int(settings.LLM_REVIEW_EVERY_MINUTES)))
+
+
+def beat_jobs() -> tuple[BeatJob, ...]:
+    """BEAT_JOBS plus the jobs the settings ask for."""
+    review = _llm_review_job()
+    return BEAT_JOBS + ((review,) if review else ())
+
+
 def ensure_beat_schedule() -> list[str]:
     """Create or update the rows; safe to call on every deploy. An operator's ``enabled`` choice
     survives an update; task, interval and expiry are reset to the values above."""
     from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
     names = []
+    jobs = beat_jobs()
     with transaction.atomic():
-        for job in BEAT_JOBS:
+        if LLM_REVIEW_JOB_NAME not in {job.name for job in jobs}:
+            PeriodicTask.objects.filter(name=LLM_REVIEW_JOB_NAME).delete()  # the LLM was unconfigured
+        for job in jobs:
             interval = IntervalSchedule.objects.filter(every=job.every_minutes, period=IntervalSchedule.MINUTES).first()
             if interval is None:
                 interval = IntervalSchedule.objects.create(every=job.every_minutes, period=IntervalSchedule.MINUTES)

@@ -21,7 +21,7 @@ __all__ = ["JOB_NAMES", "maintenance_run", "maintenance_runs"]
 
 # Every job that records its runs, in display order.
 JOB_NAMES = ("extraction_resume", "projections_resume", "projections_reconcile", "memories_expire", "memories_evict",
-             "sqlite_analyze", "reembed")
+             "sqlite_analyze", "reembed", "llm_review")
 RECORD_TTL_SECONDS = 7 * 24 * 3600
 _local: dict[str, dict] = {}  # this process's own runs, shown even when the cache is unreachable
 

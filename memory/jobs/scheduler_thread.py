@@ -129,6 +129,12 @@ def _purge_idempotency() -> int:
     return idempotency_records_purge()
 
 
+def _llm_review() -> dict:
+    from memory.services.llm_review import llm_review_run
+
+    return llm_review_run()
+
+
 def _start_delay() -> float:
     from django.conf import settings
 
@@ -138,6 +144,8 @@ def _start_delay() -> float:
 def _jobs(mode: str) -> list[Job]:
     from django.conf import settings
 
+    from memory.enqueue import llm_review_configured
+
     jobs = [Job("extraction_resume", settings.EXTRACTION_SWEEP_SECONDS, _extraction_sweep),
             Job("projections_resume", settings.PROJECTION_SWEEP_SECONDS, _projection_sweep)]
     if mode == "all":  # the intervals of memory/jobs/beat_schedule.py
@@ -146,6 +154,8 @@ def _jobs(mode: str) -> list[Job]:
                  Job("sqlite_analyze", 300, _analyze)]
         if settings.MAINTENANCE_REEMBED:
             jobs.append(Job("reembed", 600, _reembed))
+        if llm_review_configured():  # D28; with a broker, beat runs it
+            jobs.append(Job("llm_review", 60 * max(1, settings.LLM_REVIEW_EVERY_MINUTES), _llm_review))
     return jobs
 
 
