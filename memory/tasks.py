@@ -151,7 +151,7 @@ def memories_evict_task() -> int:
 def llm_review_task() -> dict:
     # No retry: the next run (beat, LLM_REVIEW_EVERY_MINUTES) is the retry, and a run stops by itself
     # when the LLM is down. Without an LLM configured it does nothing (and records no run).
-    from memory.maintenance_runs import maintenance_run
+    from memory.jobs.run_records import maintenance_run
     from memory.services.llm_review import llm_review_configured, llm_review_run
 
     if not llm_review_configured():

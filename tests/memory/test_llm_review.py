@@ -7,8 +7,8 @@ import logging
 import pytest
 
 from conversations.services import conversation_create
-from memory.beat import LLM_REVIEW_JOB_NAME, beat_jobs
 from memory.enqueue import llm_review_enqueue
+from memory.jobs.beat_schedule import LLM_REVIEW_JOB_NAME, beat_jobs
 from memory.models import Memory, MemoryConflict
 from memory.services import MemoryInput, memory_write
 from memory.services.conflicts import conflict_record
@@ -293,7 +293,7 @@ def test_logs_carry_ids_never_text(org, llm, settings, caplog):
 def test_without_an_llm_nothing_is_read_sent_or_queued(org, stub, settings, django_capture_on_commit_callbacks):
     from celery.signals import before_task_publish
 
-    from memory import scheduler
+    from memory.jobs import scheduler_thread as scheduler
     from memory.tasks import llm_review_task
 
     settings.LLM_BASE_URL = ""
@@ -320,7 +320,7 @@ def test_without_an_llm_nothing_is_read_sent_or_queued(org, stub, settings, djan
 def test_the_beat_row_exists_only_with_an_llm(db, settings, stub):
     from django_celery_beat.models import PeriodicTask
 
-    from memory.beat import ensure_beat_schedule
+    from memory.jobs.beat_schedule import ensure_beat_schedule
 
     settings.LLM_BASE_URL = stub.base_url
     ensure_beat_schedule()
