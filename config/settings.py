@@ -377,6 +377,10 @@ RECALL_HISTORY = env.json("RECALL_HISTORY", default={
 # "Forget what matches this query": a memory is in the preview when its cosine to the query reaches
 # this, or it shares the query's best keyword match.
 FORGET_PREVIEW_MIN_COSINE = env.float("FORGET_PREVIEW_MIN_COSINE", default=0.5)
+# Or, when nothing reaches that, the best match alone if its cosine reaches the first figure and leads every
+# other memory by the second (a paraphrase: "孩子在哪上学" for "我儿子在杭州学军小学读三年级", cosine 0.47).
+FORGET_PREVIEW_LEAD_COSINE = env.float("FORGET_PREVIEW_LEAD_COSINE", default=0.35)
+FORGET_PREVIEW_LEAD_MARGIN = env.float("FORGET_PREVIEW_LEAD_MARGIN", default=0.15)
 # An episode restates a forgotten memory when cosine + the share of the memory's character bigrams it repeats
 # reaches this (memory/services/forget_echoes.py; calibrated in docs/evaluation.md "Forget echoes").
 FORGET_ECHO_MIN_SCORE = env.float("FORGET_ECHO_MIN_SCORE", default=0.85)

@@ -13,12 +13,13 @@ from django.utils import timezone
 from conversations.models import Conversation, Message
 from conversations.services import messages_redact, summaries_delete
 from memory.cache import memory_cache, user_generation_bump
-from memory.choices import ForgetRequestStatus, MemoryStatus
+from memory.choices import ForgetRequestStatus, MemoryKind, MemoryStatus
 from memory.enqueue import FORGET_REQUEST_EXECUTE, MEMORY_POINTS_DELETE, enqueue
 from memory.models import ForgetRequest, ForgetRule, Memory, MemoryEmbedding, MemorySource, MemoryTerms, MemoryVersion
 from memory.selectors.recall_pipeline import RecallQuery, recall
 from memory.services.extraction import messages_extract
 from memory.services.forget_echoes import forget_echoes
+from memory.services.forget_query import is_request_turn, query_subject
 from tenancy.db import retry_on_contention
 from tenancy.models import Org
 from tenancy.services import audit_record
@@ -31,11 +32,20 @@ PURGE_CHUNK = 1000  # memory ids per point-deletion task (message size)
 def forget_preview(*, org: Org, user_id: str, query: str, k: int = 20) -> list[tuple[Memory, float]]:
     """What "forget what matches this query" would remove: relevant memories, plus the episodes they
     came from and the memories derived from matched episodes (so nothing of it survives elsewhere)."""
-    result = recall(RecallQuery(org=org, user_id=user_id, query=query, k=k, include_episodes=True))
-    # Judged on absolute evidence (raw cosine, or sharing the query's best keyword match), never on
-    # rank alone: the top hit of an unrelated query must not be forgotten just for being first.
-    matched = {i.memory.id: (i.memory, i.parts["relevance"]) for i in result.items
+    # Searched by what is to be forgotten, not by the words of asking (memory/services/forget_query.py).
+    result = recall(RecallQuery(org=org, user_id=user_id, query=query_subject(query), k=k, include_episodes=True))
+    # Judged on absolute evidence (raw cosine, or sharing the query's best keyword match), or on a
+    # clear lead of the best match over everything else, never on rank alone: the top hit of an
+    # unrelated query must not be forgotten just for being first. The turn that asked is not what it
+    # asks about.
+    items = [i for i in result.items
+             if not (i.memory.kind == MemoryKind.EPISODE and is_request_turn(i.memory.content, query))]
+    matched = {i.memory.id: (i.memory, i.parts["relevance"]) for i in items
                if i.parts["cosine"] >= settings.FORGET_PREVIEW_MIN_COSINE or i.parts["keyword"] >= 0.5}
+    if not matched:
+        lead = _clear_lead(items)
+        if lead is not None:
+            matched[lead.memory.id] = (lead.memory, lead.parts["relevance"])
     message_ids = set(MemorySource.objects.filter(memory_id__in=matched, message_id__isnull=False)
                       .values_list("message_id", flat=True))
     related = Memory.objects.filter(org=org, user_id=user_id, status=MemoryStatus.ACTIVE, sources__message_id__in=message_ids)
@@ -43,6 +53,16 @@ def forget_preview(*, org: Org, user_id: str, query: str, k: int = 20) -> list[t
         if memory.id not in matched:
             matched[memory.id] = (memory, 0.0)
     return sorted(matched.values(), key=lambda pair: -pair[1])
+
+
+def _clear_lead(items):
+    """The best match by cosine when it stands out: close enough to the query to be about it, and
+    well ahead of every other memory of the user (what a paraphrase of the target looks like)."""
+    ordered = sorted(items, key=lambda i: -i.parts["cosine"])
+    if not ordered or ordered[0].parts["cosine"] < settings.FORGET_PREVIEW_LEAD_COSINE:
+        return None
+    runner_up = ordered[1].parts["cosine"] if len(ordered) > 1 else 0.0
+    return ordered[0] if ordered[0].parts["cosine"] - runner_up >= settings.FORGET_PREVIEW_LEAD_MARGIN else None
 
 
 @retry_on_contention
