@@ -24,7 +24,7 @@ from console.forms import ApiKeyCreateForm, ForgetUserForm, LatencyProbeForm, Pu
 from console.selectors import STATUSES, bar_chart, memory_growth, org_counts
 from conversations.models import Conversation, Message
 from memory.models import ForgetRequest, Memory
-from memory.selectors import RecallQuery, recall
+from memory.recall import RecallQuery, recall
 from memory.services.forget import org_purge
 from tenancy.models import ApiKey, Org
 from tenancy.services import api_key_create, api_key_revoke, audit_record

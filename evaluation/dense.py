@@ -19,7 +19,7 @@ from django.utils.dateparse import parse_datetime
 from conversations.selectors import readable_conversation_ids
 from conversations.textutil import cjk_ratio
 from memory.models import Memory, MemoryEmbedding, MemorySource
-from memory.selectors.recall_pipeline import STANDING_KINDS
+from memory.recall.candidates import STANDING_KINDS
 from memory.vectors import active_embedder, from_bytes, similarity
 from tenancy.models import Org
 

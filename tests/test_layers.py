@@ -22,13 +22,12 @@ APP_LAYERS = [
 ]
 # Inside memory/, low to high.
 MEMORY_LAYERS = [
-    ("memory", "memory.models", "memory.choices", "memory.thresholds", "memory.context_budget",
-     "memory.context_evidence", "memory.query_shape", "memory.keyword_zh", "memory.onnx_encoder",
-     "memory.maintenance_runs", "memory.beat", "memory.prompts", "memory.signal_confidence"),
+    ("memory", "memory.models", "memory.choices", "memory.thresholds", "memory.onnx_encoder",
+     "memory.maintenance_runs", "memory.beat", "memory.prompts"),
     ("memory.embeddings", "memory.vector_index", "memory.vectors", "memory.cache"),
-    ("memory.extraction", "memory.subjects", "memory.keyword"),
-    ("memory.enqueue", "memory.access"),
-    ("memory.selectors", "memory.second_look"),
+    ("memory.extraction", "memory.subjects"),
+    ("memory.enqueue",),
+    ("memory.selectors", "memory.recall"),
     ("memory.services", "memory.context"),
     ("memory.projections", "memory.maintenance", "memory.warmup", "memory.scheduler"),
     ("memory.tasks", "memory.receivers", "memory.apps"),

@@ -19,7 +19,7 @@ from memory.maintenance import (
     single_flight,
 )
 from memory.models import ForgetRequest, Memory, MemoryEmbedding, VectorCollection
-from memory.selectors import RecallQuery, recall
+from memory.recall import RecallQuery, recall
 from memory.services.memories import MemoryInput, memory_invalidate, memory_update, memory_write
 from memory.vector_index import VectorPoint
 from memory.vectors import active_collection, active_embedder, to_bytes

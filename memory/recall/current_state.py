@@ -18,7 +18,7 @@ import numpy as np
 from django.conf import settings
 
 from memory.choices import STANDING_KINDS, MemoryAssertion, MemoryKind
-from memory.selectors.episode_lineage import Lineage
+from memory.recall.lineage import Lineage
 from memory.subjects.current import Said, can_replace, may_say_change, newer_is_current
 from memory.thresholds import thresholds_for
 from memory.vectors import similarity

@@ -20,7 +20,7 @@ Small talk ("谢谢，最近老忘", "好的", "不错，坚持下去") is not h
 from which nothing was extracted, that names no entity and has no content word by part of speech
 (no noun, name, verbal noun, numeral or Latin/digit token; `conversations.textutil.is_small_talk`,
 judged once by the projection and stored with the terms) is dropped from recall
-(memory/selectors/recall_pipeline.py). English turns are not judged (jieba tags every Latin word
+(memory/recall/pipeline.py). English turns are not judged (jieba tags every Latin word
 alike); they stay plain history.
 """
 from collections import defaultdict
