@@ -41,10 +41,10 @@ def assemble_context(req: ContextRequest) -> ContextResult:
     evidence = evidence_units(req.evidence, max_passage_tokens=settings.CONTEXT_EVIDENCE_MAX_TOKENS)
     clock.lap("prepare")
     view = conversation_context(conversation=req.conversation, at=req.at)  # what context needs of it
-    tasks = task_lines(view.task_states())
+    states = view.task_states()
     clock.lap("task_state")
     plan = view.window(query=req.message, tool_result_max_tokens=settings.CONTEXT_TOOL_RESULT_MAX_TOKENS)
-    candidates = Candidates(evidence, tasks, Lines(), Lines(), Lines())
+    candidates = Candidates(evidence, task_lines(states), Lines(), Lines(), Lines())
     in_window = window_ids_beside_memory(candidates, shares, room, plan, recent_only=req.recent_only)
     clock.lap("window")
     items, degraded = _recall_items(req, in_window, pending)
