@@ -11,23 +11,23 @@ from memory.choices import MemoryStatus
 from memory.models import Memory
 from memory.recall.candidates import requested_kinds
 from memory.recall.query import RecallQuery, RecallResult
-from memory.recall.snapshot import Candidate, UserCorpus
-from memory.recall.snapshot_cache import user_corpus
+from memory.recall.snapshot import Candidate, UserSnapshot
+from memory.recall.snapshot_cache import user_snapshot
 
 
 def back_check(q: RecallQuery, ids: set[int], result: RecallResult,
-               corpus: UserCorpus | None = None) -> tuple[dict[int, Candidate], dict, dict]:
+               snapshot: UserSnapshot | None = None) -> tuple[dict[int, Candidate], dict, dict]:
     """Drop what this user may not see now. Rows, sources and links come from the user's snapshot
     (memory/recall/snapshot.py: MySQL as of the user's memory generation, so an id it does not hold
     is not active); whether each source conversation is readable and each linked entity allowed is
     read now, on every call, so a revocation applies at once."""
-    corpus = corpus if corpus is not None else user_corpus(q.org.id, q.user_id)
-    rows = corpus.candidates(ids)
+    snapshot = snapshot if snapshot is not None else user_snapshot(q.org.id, q.user_id)
+    rows = snapshot.candidates(ids)
     dropped: dict[int, str] = {i: "not active in the database (stale projection)" for i in ids - set(rows)}
     kinds = requested_kinds(q)
-    sources, links = corpus.sources_links(list(rows))
+    sources, links = snapshot.sources_links(list(rows))
     conversation_ids = {s["conversation_id"] for srcs in sources.values() for s in srcs if s["conversation_id"]}
-    readable = readable_among(corpus.owners(q.org.id, conversation_ids), user_id=q.user_id)
+    readable = readable_among(snapshot.owners(q.org.id, conversation_ids), user_id=q.user_id)
     entity_ids = {e for ents in links.values() for e in ents}
     allowed = allowed_entity_ids(org_id=q.org.id, user_id=q.user_id, entity_ids=entity_ids) if entity_ids else set()
     at = q.at

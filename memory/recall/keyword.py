@@ -20,7 +20,7 @@ from conversations.textutil import is_cjk, is_small_talk, split_speaker, tokeniz
 from memory.models import MemoryTerms
 
 # Bumped whenever terms() or term_hash() changes what they return: stored terms of another analyser
-# are not used (the corpus segments those memories on the spot).
+# are not used (the snapshot segments those memories on the spot).
 ANALYSER_VERSION = 2
 EMPTY_TERM = "∅"  # a memory whose text has no term still has one, so every document has a length
 
@@ -77,7 +77,7 @@ def memory_terms(content: str, slot_key: str | None) -> list[str]:
 @lru_cache(maxsize=131072)
 def term_hash(term: str) -> int:
     """A stable 63-bit id of a term (Python's own str hash changes with every process). Two terms
-    of one user's corpus sharing an id is a chance of about n² / 2⁶⁴: nil."""
+    of one user's snapshot sharing an id is a chance of about n² / 2⁶⁴: nil."""
     return int.from_bytes(hashlib.blake2b(term.encode(), digest_size=8).digest(), "little") >> 1
 
 
@@ -112,7 +112,7 @@ def stored_hashes(blob: bytes | memoryview) -> np.ndarray:
 class TermIndex:
     """BM25 over documents given as arrays of term hashes, as rank-bm25's BM25Okapi scores them
     (same formula, same order of floating-point operations, so the same scores) with Lucene's idf,
-    log(1 + (N - n + 0.5) / (n + 0.5)): never negative, so a term in most of a small corpus (a new
+    log(1 + (N - n + 0.5) / (n + 0.5)): never negative, so a term in most of a small snapshot (a new
     user's few memories) still scores above zero.
 
     Postings in compressed sparse form: `terms` (sorted unique hashes), `offsets` into `docs` and

@@ -20,7 +20,7 @@ from memory.recall.ranking import choose_distinct, confident_seed, keyword_relev
 from memory.recall.rerank import enabled as second_look_enabled
 from memory.recall.rerank import neighbour_candidates, second_look
 from memory.recall.snapshot import Candidate
-from memory.recall.snapshot_cache import user_corpus
+from memory.recall.snapshot_cache import user_snapshot
 from memory.vectors import active_embedder
 
 
@@ -68,7 +68,7 @@ class RecallRun:
 
     def scope(self) -> None:
         self.t0 = time.perf_counter()
-        self.corpus = user_corpus(self.q.org.id, self.q.user_id)
+        self.snapshot = user_snapshot(self.q.org.id, self.q.user_id)
         q = self.q
         self.focus = entity_focus(org=q.org, user_id=q.user_id, query=q.query, conversation_id=q.conversation_id)
         if self.focus is not None and self.focus.memory_ids:
@@ -77,13 +77,13 @@ class RecallRun:
 
     def keyword_candidates(self) -> None:
         keyword_query = keyword_text(self.q.query)
-        self.keyword_raw = self.corpus.keyword_scores(keyword_query)
-        self.keyword_mass = self.corpus.keyword_mass(keyword_query) if self.keyword_raw else 0.0
+        self.keyword_raw = self.snapshot.keyword_scores(keyword_query)
+        self.keyword_mass = self.snapshot.keyword_mass(keyword_query) if self.keyword_raw else 0.0
         self.keyword_top = dict(sorted(self.keyword_raw.items(), key=lambda pair: -pair[1])[:self.limit])
         self._lap("keyword", self.t0)
         # Still while the encoders run: back-check the keyword candidates and read their vectors.
         self.early = set(self.keyword_top) | set(self.q.include_ids)
-        self.kept, self.sources, self.links = back_check(self.q, self.early, self.result, self.corpus)
+        self.kept, self.sources, self.links = back_check(self.q, self.early, self.result, self.snapshot)
         read_vectors(self.kept, self.embedder.model_id)
         self._lap("overlap", self.t0)
 
@@ -95,11 +95,11 @@ class RecallRun:
             self.result.stages.append({"stage": "candidates", "semantic": self.vector_hits, "keyword": self.keyword_top})
         self.t0 = time.perf_counter()
         # The turns next to the best candidates' turns: one statement (memory/recall/rerank.py).
-        self.neighbours = neighbour_candidates(self.q, self.vector_hits, self.keyword_top, self.corpus)
+        self.neighbours = neighbour_candidates(self.q, self.vector_hits, self.keyword_top, self.snapshot)
         self._back_check_into(self.kept, (set(self.vector_hits) | set(self.neighbours)) - self.early)
 
     def _back_check_into(self, pool: dict[int, Candidate], ids: set[int]) -> None:
-        more, more_sources, more_links = back_check(self.q, ids, self.result, self.corpus)
+        more, more_sources, more_links = back_check(self.q, ids, self.result, self.snapshot)
         pool.update(more)
         self.sources.update(more_sources)
         self.links.update(more_links)
@@ -161,7 +161,7 @@ class RecallRun:
     def rerank(self, ranked: list[tuple[int, float, dict]]) -> list[tuple[int, float, dict]]:
         if not second_look_enabled(self.q.query) or not confident_seed(
                 self._semantic_of.get(frozenset(self.kept), {}), settings.RECALL_SECOND_LOOK["seeds"],
-                len(self.corpus.ids), self.limit):
+                len(self.snapshot.ids), self.limit):
             return ranked
         return second_look(self, ranked)
 

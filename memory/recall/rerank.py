@@ -89,7 +89,7 @@ def turn_neighbours(seeds: list[int], span: int) -> dict[int, int]:
     return {neighbour: seed_message for neighbour, (seed_message, _) in out.items()}
 
 
-def neighbour_candidates(q, vector_hits: dict[int, float], keyword_top: dict[int, float], corpus) -> dict[int, int]:
+def neighbour_candidates(q, vector_hits: dict[int, float], keyword_top: dict[int, float], snapshot) -> dict[int, int]:
     """Before the back-check, so the neighbours are checked with the first round's candidates (no
     second back-check): the turns next to the best candidates by their raw fused scores, as
     `turn_neighbours` gives them. A question's evidence is often the turn next to the one it
@@ -105,7 +105,7 @@ def neighbour_candidates(q, vector_hits: dict[int, float], keyword_top: dict[int
            for m in set(vector_hits) | set(keyword_top)}
     seeds = sorted(pre, key=lambda m: (-pre[m], -m))[:config.get("neighbour_pool", 4)]
     # Seeds without a source turn (memories written through the API) have no neighbours: no statement.
-    sources, _ = corpus.sources_links([m for m in seeds if m in corpus])
+    sources, _ = snapshot.sources_links([m for m in seeds if m in snapshot])
     seeds = [m for m in seeds if any(s["message_id"] for s in sources.get(m, ()))]
     return turn_neighbours(seeds, span)
 
@@ -181,7 +181,7 @@ def second_look(run, ranked):
         return ranked
     centroid = _unit_mean(np.vstack(seed_vectors))
     # The seeds' own terms, as the projection stored them (no text is read or segmented again).
-    keyword2 = run.corpus.keyword_scores_of(run.corpus.terms_of(seeds))
+    keyword2 = run.snapshot.keyword_scores_of(run.snapshot.terms_of(seeds))
     keyword2_top = dict(sorted(keyword2.items(), key=lambda pair: -pair[1])[:run.limit])
     if config.get("expand"):  # new candidates too: one more search and back-check (~2x the rank cost)
         probe = type(vectors)(vectors.embedder, centroid, [centroid])

@@ -79,7 +79,7 @@ def _aware(value, tz):
 
 
 @dataclass(kw_only=True)
-class UserCorpus:
+class UserSnapshot:
     generation: object
     ids: np.ndarray
     raw: dict[int, tuple]  # memory id -> CANDIDATE_COLUMNS as the driver gave them (all, or those read so far)

@@ -14,7 +14,7 @@ from config.plain_reads import plain_rows
 from memory.choices import MemoryStatus
 from memory.models import Memory
 from memory.recall.keyword import TermIndex, analyser, stored_hashes, text_features
-from memory.recall.snapshot import UserCorpus
+from memory.recall.snapshot import UserSnapshot
 from memory.recall.snapshot_sql import (
     CANDIDATE_COLUMNS,
     concatenated_statements,
@@ -24,21 +24,21 @@ from memory.recall.snapshot_sql import (
 )
 
 
-def build(org_id: int, user_id: str, generation, rows: bool = True) -> UserCorpus:
+def build(org_id: int, user_id: str, generation, rows: bool = True) -> UserSnapshot:
     """The user's snapshot; `rows=False` leaves the candidate rows to be read when asked for."""
     builder = _build_sqlite if connection.vendor == "sqlite" else _build_mysql
     return builder(org_id, user_id, generation, rows)
 
 
-def _build_sqlite(org_id: int, user_id: str, generation, rows: bool) -> UserCorpus:
+def _build_sqlite(org_id: int, user_id: str, generation, rows: bool) -> UserSnapshot:
     if not rows:
-        corpus = _build_concatenated(org_id, user_id, generation)
-        if corpus is not None:
-            return corpus
+        snapshot = _build_concatenated(org_id, user_id, generation)
+        if snapshot is not None:
+            return snapshot
     return _build_row_by_row(org_id, user_id, generation, rows)
 
 
-def _build_mysql(org_id: int, user_id: str, generation, rows: bool) -> UserCorpus:
+def _build_mysql(org_id: int, user_id: str, generation, rows: bool) -> UserSnapshot:
     return _build_row_by_row(org_id, user_id, generation, rows)
 
 
@@ -48,7 +48,7 @@ def _ints(text: str | None, count: int) -> np.ndarray | None:
     return values if len(values) == count else None
 
 
-def _build_concatenated(org_id: int, user_id: str, generation) -> UserCorpus | None:
+def _build_concatenated(org_id: int, user_id: str, generation) -> UserSnapshot | None:
     """`build(rows=False)` from the two statements of `concatenated_statements`: the same snapshot
     (ids in the same order, the same hashes and index), or None when some active memory has no current
     stored terms (the projection lags a write), which `build` handles by reading its text."""
@@ -67,7 +67,7 @@ def _build_concatenated(org_id: int, user_id: str, generation) -> UserCorpus | N
             or len(speakers) != held or (count and not held):
         return None
     if not count:
-        return UserCorpus(generation=generation, ids=ids, raw={}, features={}, flat=np.zeros(0, dtype=np.int64),
+        return UserSnapshot(generation=generation, ids=ids, raw={}, features={}, flat=np.zeros(0, dtype=np.int64),
                           starts=np.zeros(1, dtype=np.int64), index=None)
     # Newest first, as the row-by-row statement orders them (ORDER BY created_at DESC, id DESC), so BM25
     # ties keep their order: the stored texts as bytes compare as SQLite compares them (BINARY).
@@ -86,12 +86,12 @@ def _build_concatenated(org_id: int, user_id: str, generation) -> UserCorpus | N
     # Each memory's run of hashes, moved from the terms' order to the memories' order.
     flat = stored[np.repeat(offsets[place] - starts[:-1], lengths) + np.arange(starts[-1])]
     index = TermIndex.from_flat(flat, lengths, k1=settings.KEYWORD_BM25_K1, b=settings.KEYWORD_BM25_B)
-    corpus = UserCorpus(generation=generation, ids=ids, raw={}, features={}, flat=flat, starts=starts, index=index)
-    corpus._packed_features = (cjk[place], small_talk[place], speakers, place)
-    return corpus
+    snapshot = UserSnapshot(generation=generation, ids=ids, raw={}, features={}, flat=flat, starts=starts, index=index)
+    snapshot._packed_features = (cjk[place], small_talk[place], speakers, place)
+    return snapshot
 
 
-def _build_row_by_row(org_id: int, user_id: str, generation, rows: bool) -> UserCorpus:
+def _build_row_by_row(org_id: int, user_id: str, generation, rows: bool) -> UserSnapshot:
     with connection.cursor() as cursor:
         cursor.execute(rows_statement() if rows else ids_statement(), [org_id, user_id, MemoryStatus.ACTIVE.value])
         found = cursor.fetchall()
@@ -120,4 +120,4 @@ def _build_row_by_row(org_id: int, user_id: str, generation, rows: bool) -> User
     starts = np.concatenate(([0], np.cumsum(lengths)))
     index = TermIndex.from_flat(flat, lengths, k1=settings.KEYWORD_BM25_K1,
                                 b=settings.KEYWORD_BM25_B) if found else None
-    return UserCorpus(generation=generation, ids=ids, raw=raw, features=features, flat=flat, starts=starts, index=index)
+    return UserSnapshot(generation=generation, ids=ids, raw=raw, features=features, flat=flat, starts=starts, index=index)

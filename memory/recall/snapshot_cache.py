@@ -15,12 +15,12 @@ from django.db.models import Max
 from memory.cache import user_generation
 from memory.choices import MemoryStatus
 from memory.models import Memory
-from memory.recall.snapshot import UserCorpus
+from memory.recall.snapshot import UserSnapshot
 from memory.recall.snapshot_build import build
 
 logger = logging.getLogger(__name__)
 
-_corpora: LRUCache | None = None
+_snapshots: LRUCache | None = None
 _lock = threading.Lock()
 _inflight: dict[tuple[int, str], Future] = {}  # background rebuilds (refresh_soon)
 _refresher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recall-snapshot")
@@ -28,13 +28,13 @@ _REBUILD_ATTEMPTS = 3
 
 
 def _cache() -> LRUCache:
-    global _corpora
-    if _corpora is None:
-        _corpora = LRUCache(maxsize=settings.RECALL_CORPUS["users"])
-    return _corpora
+    global _snapshots
+    if _snapshots is None:
+        _snapshots = LRUCache(maxsize=settings.RECALL_CORPUS["users"])
+    return _snapshots
 
 
-def user_corpus(org_id: int, user_id: str) -> UserCorpus:
+def user_snapshot(org_id: int, user_id: str) -> UserSnapshot:
     key = (org_id, user_id)
     generation = user_generation(org_id, user_id)
     with _lock:
@@ -49,20 +49,20 @@ def user_corpus(org_id: int, user_id: str) -> UserCorpus:
                 return built
         except Exception:  # its own error is logged there; build here
             pass
-    corpus = build(org_id, user_id, generation, rows=False)  # on the request path: rows as recall asks
+    snapshot = build(org_id, user_id, generation, rows=False)  # on the request path: rows as recall asks
     with _lock:
-        _cache()[key] = corpus
-    return corpus
+        _cache()[key] = snapshot
+    return snapshot
 
 
-def _rebuild(key: tuple[int, str]) -> UserCorpus | None:
+def _rebuild(key: tuple[int, str]) -> UserSnapshot | None:
     from django.db import connection as thread_connection
 
     try:
         for attempt in range(_REBUILD_ATTEMPTS):
             try:
-                corpus = build(*key, user_generation(*key))
-                corpus.prefetch(*key)
+                snapshot = build(*key, user_generation(*key))
+                snapshot.prefetch(*key)
                 break
             except DatabaseError:
                 # SQLite answers "locked" while the write that triggered this still projects; retry.
@@ -71,8 +71,8 @@ def _rebuild(key: tuple[int, str]) -> UserCorpus | None:
                 thread_connection.close()
                 time.sleep(0.05 * (attempt + 1))
         with _lock:
-            _cache()[key] = corpus
-        return corpus
+            _cache()[key] = snapshot
+        return snapshot
     except Exception:
         logger.exception("recall snapshot rebuild failed org=%s", key[0])
         return None
@@ -102,17 +102,17 @@ def warm(limit: int | None = None) -> int:
     built = 0
     for row in users:
         key = (row["org_id"], row["user_id"])
-        corpus = build(*key, user_generation(*key))
-        corpus.prefetch(*key)
+        snapshot = build(*key, user_generation(*key))
+        snapshot.prefetch(*key)
         with _lock:
-            _cache()[key] = corpus
+            _cache()[key] = snapshot
         built += 1
     return built
 
 
 def keyword_scores(*, org_id: int, user_id: str, query: str) -> dict[int, float]:
     """Raw BM25 score of every active memory of the user that shares a term with the query."""
-    return user_corpus(org_id, user_id).keyword_scores(query)
+    return user_snapshot(org_id, user_id).keyword_scores(query)
 
 
 def clear() -> None:

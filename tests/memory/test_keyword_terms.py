@@ -88,7 +88,7 @@ def test_a_snapshot_keeps_each_memorys_terms_whether_stored_or_segmented_on_the_
     terms_sync(memories[:2])  # the third's terms are not projected yet: the build segments its text
     MemoryTerms.objects.filter(memory=memories[2]).delete()
     snapshot_cache.clear()
-    snapshot = snapshot_cache.user_corpus(org.id, "u1")
+    snapshot = snapshot_cache.user_snapshot(org.id, "u1")
     expected = {m.id: term_hashes(memory_terms(m.content, m.slot_key)) for m in memories}
     for memory in memories:
         assert np.array_equal(snapshot.terms_of([memory.id]), expected[memory.id])

@@ -73,7 +73,7 @@ def test_snapshots_hold_one_user_each(org):
     mine = memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content="My zqboat is blue.")).memory
     memory_write(MemoryInput(org=org, user_id="u2", kind="fact", content="My zqboat is red."))
     assert _ids(org, "zqboat") == [mine.id]
-    held = snapshot_cache.user_corpus(org.id, "u1")
+    held = snapshot_cache.user_snapshot(org.id, "u1")
     assert set(held.ids.tolist()) == {mine.id}
 
 

@@ -42,7 +42,7 @@ def _run(monkeypatch, settings, background_weight: float):
     no_terms = SimpleNamespace(terms_of=lambda ids: np.zeros(0, dtype=np.int64),  # no keyword round here
                                keyword_scores_of=lambda query: {})
     run = SimpleNamespace(q=q, vectors=vectors, kept=kept, sources={}, result=None, limit=10, score=score_round,
-                          admit=None, neighbours=None, corpus=no_terms)  # a recall's state (memory/recall/pipeline.py)
+                          admit=None, neighbours=None, snapshot=no_terms)  # a recall's state (memory/recall/pipeline.py)
     ranked = second_look(run, score_round())
     return [m for m, _, _ in ranked], seen_bonus
 
