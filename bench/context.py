@@ -65,7 +65,7 @@ def main(argv=None) -> int:
     from conversations.window import select_window
     from memory.context import ContextRequest, assemble_context
     from memory.models import Memory
-    from memory.selectors.recall_pipeline import RecallQuery, recall
+    from memory.recall import RecallQuery, recall
     from memory.services.memories import MemoryInput, memory_write
     from memory.vectors import active_embedder
     from tenancy.services import org_get_or_create

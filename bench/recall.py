@@ -389,9 +389,9 @@ def _measure(args, bench, meta, served) -> int:
     from common import server_timing
     from memory.embeddings import CompositeEmbedder
     from memory.models import PAYLOAD_VERSION, VectorCollection
-    from memory.query_shape import shape
-    from memory.selectors.recall_candidates import is_cjk as _is_cjk
-    from memory.selectors.recall_pipeline import RecallQuery, recall
+    from memory.recall import RecallQuery, recall
+    from memory.recall.query import shape
+    from memory.recall.query_vectors import is_cjk as _is_cjk
     from memory.services.memories import MemoryInput, memory_write
     from memory.vector_index import get_vector_index
     from memory.vectors import active_embedder, user_filters

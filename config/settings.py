@@ -296,7 +296,7 @@ RECALL_WEIGHTS = env.json("RECALL_WEIGHTS", default={
     # With the composite embedder: the multilingual model's share of an English query's cosine.
     "multilingual_share_en": 0.2,
 })
-# Long queries (a dialogue or paragraph before the turn that needs a memory; memory/query_shape.py):
+# Long queries (a dialogue or paragraph before the turn that needs a memory; memory/recall/query.py):
 # from this many characters, the query vector mixes the whole with its last turn(s) and keyword
 # search reads the focus only, with its weight scaled per language. Chosen on
 # evaluation/data/longdialog-zh-tune.jsonl (docs/evaluation.md).
@@ -305,7 +305,7 @@ RECALL_FOCUS_MIN_CHARS = env.int("RECALL_FOCUS_MIN_CHARS", default=40)
 RECALL_LONG_QUERY = env.json("RECALL_LONG_QUERY", default={
     "focus_weight": 0.8, "keyword_scale_zh": 1.0, "keyword_scale_en": 1.0, "keyword_whole": False,
 })
-# Second look (memory/second_look.py): the top `seeds` hits re-score the candidates; every candidate
+# Second look (memory/recall/rerank.py): the top `seeds` hits re-score the candidates; every candidate
 # gains `weight` x its relevance to them. weight 0 turns it off (neighbours and speakers too).
 # Turn neighbours: memories of the turns within `neighbours` positions of the best `neighbour_pool`
 # candidates' turns are candidates too (one SQL statement); those next to the top `seeds` hits gain
@@ -321,9 +321,9 @@ RECALL_SECOND_LOOK = env.json("RECALL_SECOND_LOOK", default={
     "neighbours": 2, "neighbour_pool": 4, "neighbour_weight": 0.3, "speaker_weight": 0.2,
     "background_weight": 1.6, "background_min": 20,
 })
-# Each stage earns its weight per query (memory/signal_confidence.py, docs/architecture.md "Read
+# Each stage earns its weight per query (memory/recall/ranking.py, docs/architecture.md "Read
 # path"). `conversation_turns`: a query of this many non-empty lines or more is a
-# conversation (memory/query_shape.py; 0: only long queries are). `keyword_norm`: "mass" scales a
+# conversation (memory/recall/query.py; 0: only long queries are). `keyword_norm`: "mass" scales a
 # memory's keyword score by the share of the query's term weight (idf) it matches, so a long query's
 # common words weigh little; "top" scales by the best match (before issue 40); "top_or_mass" by the
 # larger of the two (a query whose terms one memory all holds scales as "top" did). `prior_scale`:
@@ -342,15 +342,15 @@ ACCESS_STATS_FLUSH_SECONDS = env.float("ACCESS_STATS_FLUSH_SECONDS", default=5.0
 # Short turns and memories: weak length normalisation and early term saturation (LoCoMo-tuned, docs/evaluation.md).
 KEYWORD_BM25_K1 = env.float("KEYWORD_BM25_K1", default=0.9)
 KEYWORD_BM25_B = env.float("KEYWORD_BM25_B", default=0.3)
-# Subtracted from an episode whose message's memories were all superseded (memory/selectors/episode_lineage.py).
+# Subtracted from an episode whose message's memories were all superseded (memory/recall/lineage.py).
 RECALL_STALE_EPISODE_PENALTY = env.float("RECALL_STALE_EPISODE_PENALTY", default=0.3)
-# Recall along relations (memory/selectors/entity_focus.py): a query that names a business entity brings
+# Recall along relations (memory/recall/entity_focus.py): a query that names a business entity brings
 # in memories linked to it and to its neighbours one hop away (at most this many, newest first); a direct
 # link adds RECALL_WEIGHTS["entity"], a link one hop away this share of it.
 RECALL_ENTITY_FOCUS = env.bool("RECALL_ENTITY_FOCUS", default=True)
 RECALL_ENTITY_CANDIDATES = env.int("RECALL_ENTITY_CANDIDATES", default=20)
 RECALL_ENTITY_HOP_SHARE = env.float("RECALL_ENTITY_HOP_SHARE", default=0.5)
-# Chinese character bigrams as extra keyword terms beside jieba words (memory/keyword_zh.py).
+# Chinese character bigrams as extra keyword terms beside jieba words (memory/recall/keyword.py).
 KEYWORD_ZH_BIGRAMS = env.bool("KEYWORD_ZH_BIGRAMS", default=False)
 RECALL_COLLAPSE_SAME_SOURCE = env.bool("RECALL_COLLAPSE_SAME_SOURCE", default=True)
 RECALL_NORMALIZE_SEMANTIC = env.bool("RECALL_NORMALIZE_SEMANTIC", default=True)
@@ -358,12 +358,12 @@ RECALL_RECENCY_HALF_LIFE_DAYS = env.float("RECALL_RECENCY_HALF_LIFE_DAYS", defau
 # Per retriever, at least 3k. 40 vs 60 at 100 memories per user: same top-5 hit rate (0.89), p95 -1.8 ms
 # (bench.recall --candidates, docs/performance-history.md); LoCoMo fetches k=25, so 75 there either way.
 RECALL_CANDIDATES = env.int("RECALL_CANDIDATES", default=40)
-# Per-user recall snapshots (memory/selectors/corpus.py; docs/configuration.md): users kept (LRU), wait for
+# Per-user recall snapshots (memory/recall/snapshot.py; docs/configuration.md): users kept (LRU), wait for
 # a rebuild under way, rebuild after a write here, build the most recently active users at start-up.
 RECALL_CORPUS = env.json("RECALL_CORPUS", default={"users": 256, "wait_seconds": 1.0, "refresh": True, "warm": True})
 PYTHON_SWITCH_INTERVAL_SECONDS = env.float("PYTHON_SWITCH_INTERVAL_SECONDS", default=0.001)  # config/wsgi.py
 RECALL_MIN_RELEVANCE = env.float("RECALL_MIN_RELEVANCE", default=0.05)
-# Current and history per query (memory/selectors/current_state.py, memory/subjects/current.py): among
+# Current and history per query (memory/recall/current_state.py, memory/subjects/current.py): among
 # the top `window` x k ranked items (at most `max_items`, never fewer than k), an older preference or fact
 # is presented as history when a newer item of the user's says a change (a change cue, or the old value
 # named as gone) and is about the same subject: subject score >= `subject` with a cosine as written >=

@@ -22,7 +22,7 @@ from console.forget_admin import APPROVE_PERMISSION, forget_request_submit
 from console.forms import ApiKeyCreateForm, ForgetUserForm, LatencyProbeForm, PurgeOrgForm, RecallExplainForm
 from console.selectors import STATUSES, bar_chart, memory_growth, org_counts, org_purge_preview, user_forget_preview
 from memory.models import Memory
-from memory.selectors import RecallQuery, recall
+from memory.recall import RecallQuery, recall
 from memory.services.forget import org_purge
 from tenancy.models import ApiKey, Org
 from tenancy.services import api_key_create, api_key_revoke, audit_record

@@ -56,7 +56,7 @@ def readable_conversation_ids(*, org: Org, user_id: str, among: set[int]) -> set
 def readable_among(owners: dict[int, str], *, user_id: str) -> set[int]:
     """Which of these conversations (id -> owner, of one org) the user may read now: one plain read of
     the user's access rows, so a grant or a revocation applies at once. Owners never change, so a
-    caller may keep them (memory/selectors/corpus.py)."""
+    caller may keep them (memory/recall/snapshot.py)."""
     if not owners:
         return set()
     states = dict(plain_rows(ConversationAccess, ("conversation", "state"), list(owners), key="conversation",

@@ -19,7 +19,7 @@ from django.utils.dateparse import parse_datetime
 from common.text import is_cjk
 from conversations.selectors import readable_conversation_ids
 from memory.models import Memory, MemoryEmbedding, MemorySource
-from memory.selectors.recall_pipeline import STANDING_KINDS
+from memory.recall.candidates import RECALLED_KINDS
 from memory.vectors import active_embedder, from_bytes, similarity
 from tenancy.models import Org
 
@@ -31,7 +31,7 @@ def dense_recall(*, org: Org, user_id: str, query: str, k: int, at: str | None,
     now = when or timezone.now()
     embedder = active_embedder()
     memories = Memory.objects.filter(org=org, user_id=user_id, status="active",
-                                     kind__in=STANDING_KINDS + ["episode"])
+                                     kind__in=RECALLED_KINDS + ["episode"])
     memories = memories.filter(Q(valid_to__isnull=True) | Q(valid_to__gt=now))
     memories = memories.filter(Q(scope="user") | Q(conversation_id=conversation_id))
     if when is not None:

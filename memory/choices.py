@@ -23,10 +23,8 @@ CollectionState = _choices("CollectionState", "building live retired")
 
 # The kinds that say something standing about a subject (a preference, a fact): subject matching,
 # supersede by subject, possible conflicts and current-vs-history compare only these. Not the kinds
-# recall serves by default (memory/selectors/recall_candidates.py names those).
+# recall serves by default (`RECALLED_KINDS`, memory/recall/candidates.py).
 SUBJECT_KINDS = frozenset({MemoryKind.PREFERENCE, MemoryKind.FACT})
-# TEMPORARY re-export for the parallel read-path branch; the coordinator removes it at merge
-STANDING_KINDS = SUBJECT_KINDS
 
 # What extraction proposes: every kind but the episode (a dated quote the write path makes itself).
 EXTRACTED_KINDS = [kind.value for kind in MemoryKind if kind != MemoryKind.EPISODE]

@@ -63,7 +63,7 @@ class Memory(models.Model):
             models.Index(fields=["updated_at"]),  # re-embed catch-up and reconcile's grace window
             # Everything a recall snapshot reads of a user's active memories, in its order: the build
             # scans this index's run for the user instead of fetching each row from the table (at 1M
-            # memories a cold user's 2,000 rows sit on as many pages: memory/selectors/corpus.py).
+            # memories a cold user's 2,000 rows sit on as many pages: memory/recall/snapshot.py).
             models.Index(fields=["org", "user_id", "status", "created_at", "id", "kind", "scope", "conversation",
                                  "valid_from", "valid_to", "occurred_at", "importance", "access_count",
                                  "content_hash", "version"], name="memory_recall_snapshot_idx"),
@@ -202,7 +202,7 @@ class MemoryEmbedding(models.Model):
 
 
 class MemoryTerms(models.Model):
-    """What the read path needs of a memory's text (memory/keyword.py), read once by the projection
+    """What the read path needs of a memory's text (memory/recall/keyword.py), read once by the projection
     sync and kept beside its vectors, so that building a user's keyword index and ranking candidates
     never segments or tags a text (jieba is ~0.1 ms per memory, its tagger ~0.3 ms). A projection:
     deleted with the content on forget, rebuildable; `tokenizer` names the analyser that produced

@@ -10,8 +10,7 @@ PACKAGES = ("common", "config", "tenancy", "entities", "conversations", "memory"
 
 # Low to high, as docs/architecture.md draws them; the longest matching prefix names a module's layer.
 APP_LAYERS = [
-    ("common", "config.settings",
-     "config.plain_reads"),  # TEMPORARY re-export for the parallel read-path branch; removed at merge
+    ("common", "config.settings"),
     ("tenancy",),
     ("entities",),
     ("conversations",),
@@ -23,13 +22,12 @@ APP_LAYERS = [
 ]
 # Inside memory/, low to high.
 MEMORY_LAYERS = [
-    ("memory", "memory.models", "memory.choices", "memory.thresholds", "memory.context_budget",
-     "memory.context_evidence", "memory.query_shape", "memory.keyword_zh", "memory.onnx_encoder",
-     "memory.jobs.run_records", "memory.jobs.beat_schedule", "memory.prompts", "memory.signal_confidence"),
+    ("memory", "memory.models", "memory.choices", "memory.thresholds", "memory.onnx_encoder",
+     "memory.jobs.run_records", "memory.jobs.beat_schedule", "memory.prompts"),
     ("memory.embeddings", "memory.vector_index", "memory.vectors", "memory.cache"),
-    ("memory.extraction", "memory.subjects", "memory.keyword"),
-    ("memory.enqueue", "memory.access"),
-    ("memory.selectors", "memory.second_look"),
+    ("memory.extraction", "memory.subjects"),
+    ("memory.enqueue",),
+    ("memory.selectors", "memory.recall"),
     ("memory.services", "memory.context"),
     ("memory.projections", "memory.jobs"),
     ("memory.tasks", "memory.receivers", "memory.apps"),

@@ -116,7 +116,7 @@ _SMALL_TALK_MIN_CJK = 0.5
 def is_small_talk(text: str) -> bool:
     """A mostly Chinese text with no content word by part of speech ("谢谢，最近老忘", "好的"). English
     is never judged: jieba tags every Latin word alike. Episodes store this verdict beside their terms
-    (memory/keyword.py), so recall does not run the tagger (~0.3 ms a text) on its candidates."""
+    (memory/recall/keyword.py), so recall does not run the tagger (~0.3 ms a text) on its candidates."""
     if not text or cjk_ratio(text) < _SMALL_TALK_MIN_CJK:
         return False
     return not any(flag.startswith(_CONTENT_FLAGS) for word, flag in pos_tag(text) if word.strip())

@@ -15,6 +15,7 @@ from memory import selectors, services
 from memory.api import serializers as s
 from memory.api.presenters import context_data, context_request, recall_body
 from memory.choices import MemoryStatus
+from memory.recall import RecallQuery, recall
 from memory.services.memories import MemoryInput, SourceRef
 from tenancy.api import SeqCursorPagination
 from tenancy.idempotency import idempotent
@@ -144,7 +145,7 @@ class RecallApi(APIView):
                 conversation_get(org=org, user_id=user_id, conversation_id=conversation_id)
             except Http404:
                 raise ValidationError({"conversation_id": ["Unknown conversation."]})
-        result = selectors.recall(selectors.RecallQuery(
+        result = recall(RecallQuery(
             org=org, user_id=user_id, query=v["query"], k=v["k"], kinds=v.get("kinds"),
             entity_ids=_entity_ids(request, v["entities"]), at=v.get("at"), conversation_id=conversation_id,
             include_episodes=v["include_episodes"], explain=v["explain"]))

@@ -68,7 +68,7 @@ def settle() -> None:
     from django.conf import settings
 
     if settings.RECALL_CORPUS["warm"]:
-        from memory.selectors.corpus import warm
+        from memory.recall.snapshot_cache import warm
 
         try:
             built = warm()

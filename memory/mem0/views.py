@@ -26,6 +26,7 @@ from memory.mem0.events import event_results, event_status
 from memory.mem0.identity import HasApiKey, Mem0BadRequest, Mem0NotSupported, Mem0TokenAuthentication, acting_user, may_name_users, user_pin
 from memory.mem0.scoping import ENTITY_KEYS, Filters, apply_filters, conversation_for, conversations_matching, parse_filters, parse_when
 from memory.models import Mem0AddEvent, Memory
+from memory.recall import RecallQuery, recall
 from memory.selectors.memories import forget_rules_latest
 from memory.selectors.supersede_chain import supersede_chain
 from memory.services.forget import forget_request_create
@@ -167,7 +168,7 @@ class SearchApi(Mem0Api):
             ids = list(conversations_matching(org=org, user_id=user_id, filters=filters).values_list("id", flat=True)[:2])
             conversation_id = ids[0] if len(ids) == 1 else None  # makes that run's task-scoped memories eligible
         narrowed = filters.scoped or filters.dates or v.get("threshold") is not None
-        result = selectors.recall(selectors.RecallQuery(
+        result = recall(RecallQuery(
             org=org, user_id=user_id, query=v["query"], k=settings.MAX_RECALL_K if narrowed else v["top_k"], at=at,
             conversation_id=conversation_id, include_episodes=False))
         items = result.items

@@ -8,4 +8,3 @@ from memory.selectors.memories import (  # noqa: F401
     projection_lag,
     queue_depths,
 )
-from memory.selectors.recall_pipeline import RecallItem, RecallQuery, RecallResult, recall  # noqa: F401

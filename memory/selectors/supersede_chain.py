@@ -1,7 +1,7 @@
 """The supersede chain of one memory: what it replaced (transitively, through `supersedes`) and what
 replaced it (following `superseded_by`). The console's provenance page and the Mem0 delete with
 `delete_linked` walk it; recall resolves the heads of many chains at once in its own batched read
-(memory/selectors/episode_lineage.py)."""
+(memory/recall/lineage.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -16,7 +16,7 @@ from memory.cache import memory_cache, user_generation_bump
 from memory.choices import ForgetRequestStatus, MemoryKind, MemoryStatus
 from memory.enqueue import FORGET_REQUEST_EXECUTE, MEMORY_POINTS_DELETE, enqueue
 from memory.models import ForgetRequest, ForgetRule, Memory, MemoryEmbedding, MemorySource, MemoryTerms, MemoryVersion
-from memory.selectors.recall_pipeline import RecallQuery, recall
+from memory.recall import RecallQuery, recall
 from memory.services.extraction import messages_extract
 from memory.services.forget_echoes import forget_echoes
 from memory.services.forget_query import is_request_turn, query_subject

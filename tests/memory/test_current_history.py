@@ -1,5 +1,5 @@
 """Current and history at read time (DESIGN §6): the same-subject rule (memory/subjects/current.py),
-its use in recall (memory/selectors/current_state.py), and where history goes in REST, MCP and context."""
+its use in recall (memory/recall/current_state.py), and where history goes in REST, MCP and context."""
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -9,7 +9,7 @@ from django.conf import settings
 
 from common.text import is_cjk
 from memory.models import Memory
-from memory.selectors.current_state import _below_current, history_window
+from memory.recall.current_state import _below_current, history_window
 from memory.subjects.current import Said, may_say_change, newer_is_current
 from memory.subjects.parts import parse
 from memory.thresholds import thresholds_for

@@ -16,7 +16,7 @@ from memory.projections.batch import DimensionMismatch, single_flight
 from memory.projections.rebuild import projections_rebuild
 from memory.projections.reconcile import projections_reconcile
 from memory.projections.reembed import reembed
-from memory.selectors import RecallQuery, recall
+from memory.recall import RecallQuery, recall
 from memory.services.memories import MemoryInput, memory_invalidate, memory_update, memory_write
 from memory.vector_index import VectorPoint
 from memory.vectors import active_collection, active_embedder, to_bytes

@@ -6,7 +6,7 @@ import pytest
 
 from memory.models import PAYLOAD_VERSION, MemoryEmbedding, VectorCollection
 from memory.projections.rebuild import projections_rebuild
-from memory.selectors import RecallQuery, recall
+from memory.recall import RecallQuery, recall
 from memory.services.memories import MemoryInput, memory_write
 from memory.vector_index import VectorPoint
 from memory.vectors import active_collection_row, from_bytes, owner_key, user_filters

@@ -1,4 +1,4 @@
-"""A second look for questions whose evidence is spread over several memories (multi-hop,
+"""Rerank (DESIGN §6, step 5, second round): a second look for questions whose evidence is spread over several memories (multi-hop,
 open-domain): the first round's top hits say who and what the question is about in the memories'
 own words, so they seed a second round (pseudo-relevance feedback).
 
@@ -35,13 +35,13 @@ from django.db import connection
 
 from conversations.models import Message
 from memory.models import MemorySource
-from memory.selectors.recall_candidates import fusion_weights, is_cjk, minmax, semantic_candidates
+from memory.recall.candidates import fusion_weights, minmax, semantic_candidates
+from memory.recall.query import shape
+from memory.recall.query_vectors import is_cjk
 from memory.vectors import similarity
 
 
 def enabled(query: str) -> bool:
-    from memory.query_shape import shape
-
     config = settings.RECALL_SECOND_LOOK
     return bool(config["weight"]) and not shape(query).long
 
@@ -89,7 +89,7 @@ def turn_neighbours(seeds: list[int], span: int) -> dict[int, int]:
     return {neighbour: seed_message for neighbour, (seed_message, _) in out.items()}
 
 
-def neighbour_candidates(q, vector_hits: dict[int, float], keyword_top: dict[int, float], corpus) -> dict[int, int]:
+def neighbour_candidates(q, vector_hits: dict[int, float], keyword_top: dict[int, float], snapshot) -> dict[int, int]:
     """Before the back-check, so the neighbours are checked with the first round's candidates (no
     second back-check): the turns next to the best candidates by their raw fused scores, as
     `turn_neighbours` gives them. A question's evidence is often the turn next to the one it
@@ -105,7 +105,7 @@ def neighbour_candidates(q, vector_hits: dict[int, float], keyword_top: dict[int
            for m in set(vector_hits) | set(keyword_top)}
     seeds = sorted(pre, key=lambda m: (-pre[m], -m))[:config.get("neighbour_pool", 4)]
     # Seeds without a source turn (memories written through the API) have no neighbours: no statement.
-    sources, _ = corpus.sources_links([m for m in seeds if m in corpus])
+    sources, _ = snapshot.sources_links([m for m in seeds if m in snapshot])
     seeds = [m for m in seeds if any(s["message_id"] for s in sources.get(m, ()))]
     return turn_neighbours(seeds, span)
 
@@ -164,12 +164,12 @@ def _corrected(ranked, penalty: dict[int, float]):
     return sorted(ranked, key=lambda row: (-(row[1] - penalty.get(row[0], 0.0)), -row[0]))
 
 
-def second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword_raw, score_round, admit,
-                neighbours: dict[int, int] | None = None, corpus=None):
-    """Re-rank `ranked` with the second round; `kept`/`sources`/`links` grow in place through
-    `admit(ids)` (the first round's back-check and episode lineage for new candidates).
-    `score_round(kept)` re-runs the first round's scoring over the (grown) candidate set."""
-
+def second_look(run, ranked):
+    """Re-rank `ranked` with the second round. `run` is the recall's state (memory/recall/pipeline.py):
+    its candidates (`kept`, `sources`), the query's vectors, the turn neighbours found before the
+    back-check and the user's snapshot; `run.admit(ids)` brings new candidates in through the first
+    round's back-check and episode lineage, and `run.score(bonus)` scores the (grown) candidates again."""
+    q, vectors, kept, sources = run.q, run.vectors, run.kept, run.sources
     config = settings.RECALL_SECOND_LOOK
     seeds_n = config["seeds"]
     ids, stored = _stored(ranked, kept)
@@ -181,22 +181,22 @@ def second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword
         return ranked
     centroid = _unit_mean(np.vstack(seed_vectors))
     # The seeds' own terms, as the projection stored them (no text is read or segmented again).
-    keyword2 = corpus.keyword_scores_of(corpus.terms_of(seeds))
-    keyword2_top = dict(sorted(keyword2.items(), key=lambda pair: -pair[1])[:limit])
+    keyword2 = run.snapshot.keyword_scores_of(run.snapshot.terms_of(seeds))
+    keyword2_top = dict(sorted(keyword2.items(), key=lambda pair: -pair[1])[:run.limit])
     if config.get("expand"):  # new candidates too: one more search and back-check (~2x the rank cost)
         probe = type(vectors)(vectors.embedder, centroid, [centroid])
-        hits = semantic_candidates(q, probe, limit, result)
+        hits = semantic_candidates(q, probe, run.limit, run.result)
         new_ids = (set(hits) | set(keyword2_top)) - set(kept)
         if new_ids:
-            admit(new_ids)
-            ranked = score_round(kept)
+            run.admit(new_ids)
+            ranked = run.score()
             ids, stored = _stored(ranked, kept)
             penalty = background_penalty(q, vectors, kept, ids, stored)
             order = _corrected(ranked, penalty)
     # Neighbours (found before the back-check) of the turns of this round's top items gain a bonus.
     seed_of_message = {s.get("message_id"): m for m in _distinct_top(order, sources, config.get("neighbour_seeds", seeds_n))
                        for s in sources.get(m, ())}
-    near = {m: seed_of_message[seed_message] for m, seed_message in (neighbours or {}).items()
+    near = {m: seed_of_message[seed_message] for m, seed_message in (run.neighbours or {}).items()
             if seed_message in seed_of_message and m in kept}
     if not ids:
         return ranked
@@ -218,7 +218,7 @@ def second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword
             bonus[memory_id] += config["speaker_weight"]
     # Scored again with the bonus inside the ranking, so what the ranking guarantees after scoring
     # (a live memory above the episode it came from) still holds.
-    ranked = score_round(kept, bonus)
+    ranked = run.score(bonus)
     # A neighbour rises at most to just below the hit it neighbours: it is evidence about that hit,
     # never a reason to put an older turn (a superseded plan, the assistant's echo) above it.
     score = {memory_id: value for memory_id, value, _ in ranked}
@@ -227,4 +227,4 @@ def second_look(q, vectors, ranked, kept, sources, links, result, limit, keyword
         return ranked
     for memory_id, excess in over.items():
         bonus[memory_id] -= excess + 0.001
-    return score_round(kept, bonus)
+    return run.score(bonus)

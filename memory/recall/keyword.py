@@ -6,22 +6,39 @@ Terms are a projection: the projection sync stores each memory's terms as 64-bit
 Chinese, small talk, the transcript speaker), so building a user's index is one read and a few array
 operations, never a segmentation of every text (jieba is ~0.1 ms a memory). `TermIndex` holds the
 postings in compressed sparse form: a query costs one binary search and one vectorised update per
-query term. The per-user index itself lives in `memory/selectors/corpus.py`, with the user's rows."""
+query term. The per-user index itself lives in the user's snapshot (`memory/recall/snapshot.py`),
+with the user's rows."""
 import hashlib
 import math
+import re
 from functools import lru_cache
 
 import numpy as np
 from django.conf import settings
 
-from conversations.textutil import is_cjk, is_small_talk, split_speaker, tokenize
-from memory.keyword_zh import bigrams
+from common.text import is_cjk, is_small_talk, split_speaker, tokenize
 from memory.models import MemoryTerms
 
 # Bumped whenever terms() or term_hash() changes what they return: stored terms of another analyser
-# are not used (the corpus segments those memories on the spot).
+# are not used (the snapshot segments those memories on the spot).
 ANALYSER_VERSION = 2
 EMPTY_TERM = "∅"  # a memory whose text has no term still has one, so every document has a length
+
+
+# --------------------------------------------------------------------------- Chinese bigrams
+# Character bigrams of Chinese text, as extra keyword terms beside jieba's words.
+# jieba segments one phrase differently in a long question and a short memory ("上回保养" vs "保养了"),
+# and an out-of-vocabulary name splits into single characters; overlapping bigrams still match
+# (the usual CJK fallback of full-text engines, e.g. Lucene's CJKBigramFilter). Prefixed so they
+# never collide with a word term.
+_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{2,}")
+
+
+def bigrams(text: str) -> list[str]:
+    out = []
+    for run in _CJK_RUN.findall(text):
+        out.extend("\u2082" + run[i:i + 2] for i in range(len(run) - 1))
+    return out
 
 
 @lru_cache(maxsize=1)
@@ -60,7 +77,7 @@ def memory_terms(content: str, slot_key: str | None) -> list[str]:
 @lru_cache(maxsize=131072)
 def term_hash(term: str) -> int:
     """A stable 63-bit id of a term (Python's own str hash changes with every process). Two terms
-    of one user's corpus sharing an id is a chance of about n² / 2⁶⁴: nil."""
+    of one user's snapshot sharing an id is a chance of about n² / 2⁶⁴: nil."""
     return int.from_bytes(hashlib.blake2b(term.encode(), digest_size=8).digest(), "little") >> 1
 
 
@@ -95,7 +112,7 @@ def stored_hashes(blob: bytes | memoryview) -> np.ndarray:
 class TermIndex:
     """BM25 over documents given as arrays of term hashes, as rank-bm25's BM25Okapi scores them
     (same formula, same order of floating-point operations, so the same scores) with Lucene's idf,
-    log(1 + (N - n + 0.5) / (n + 0.5)): never negative, so a term in most of a small corpus (a new
+    log(1 + (N - n + 0.5) / (n + 0.5)): never negative, so a term in most of a small snapshot (a new
     user's few memories) still scores above zero.
 
     Postings in compressed sparse form: `terms` (sorted unique hashes), `offsets` into `docs` and

@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 from django.conf import settings
 
-from memory.choices import STANDING_KINDS, MemoryAssertion, MemoryKind
-from memory.selectors.episode_lineage import Lineage
+from memory.choices import SUBJECT_KINDS, MemoryAssertion, MemoryKind
+from memory.recall.lineage import Lineage
 from memory.subjects.current import Said, can_replace, may_say_change, newer_is_current
 from memory.thresholds import thresholds_for
 from memory.vectors import similarity
@@ -61,7 +61,7 @@ def history_apply(items: list, kept: dict, lineage: dict[int, Lineage], embedder
     said = {item.memory.id: _said(item, lineage) for item in items}
     found: dict[int, tuple[int, object]] = {}  # older id -> (newer id, verdict)
     olders = [item.memory for item in items if said[item.memory.id] is not None
-              and item.memory.kind in STANDING_KINDS and _vector(kept, item.memory.id) is not None]
+              and item.memory.kind in SUBJECT_KINDS and _vector(kept, item.memory.id) is not None]
     if not olders:
         return items[:k]
     stored = np.vstack([kept[o.id].vector for o in olders])

@@ -1,4 +1,5 @@
-"""What a recall query is: one short question, or a dialogue / long paragraph that ends in one.
+"""What a recall asks and what it answers (`RecallQuery`, `RecallResult`), and the query's shape:
+one short question, or a dialogue / long paragraph that ends in one.
 
 A long query (an agent sending the whole conversation before the turn that needs a memory) is
 mostly context: embedded as one text, its small talk pulls the vector away from what the last
@@ -14,9 +15,56 @@ RECALL_CONFIDENCE["conversation_turns"] turns on, a query is a conversation; its
 speaker's last turn(s), as for a long query.
 """
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.conf import settings
+
+from memory.models import Memory
+from tenancy.models import Org
+
+
+@dataclass
+class RecallQuery:
+    org: Org
+    user_id: str
+    query: str
+    k: int = 5
+    kinds: list[str] | None = None
+    entity_ids: list[int] = field(default_factory=list)  # filter: only memories linked to these
+    boost_entity_ids: list[int] = field(default_factory=list)  # rank memories linked to these higher
+    at: datetime | None = None
+    conversation_id: int | None = None
+    include_episodes: bool = True
+    exclude_message_ids: set[int] = field(default_factory=set)  # already in the recent window
+    include_ids: set[int] = field(default_factory=set)  # always candidates (e.g. standing preferences)
+    explain: bool = False
+    # The query's encodes, when the caller started them itself (start_query_vectors): context starts
+    # them first and assembles the window while they run.
+    pending_vectors: object = None
+
+
+@dataclass
+class RecallItem:
+    memory: Memory
+    score: float
+    parts: dict[str, float]
+    sources: list[dict]
+    entity_ids: list[int]
+    # Current and history (memory/recall/current_state.py): "history" when a newer item on the same
+    # subject answers the query too; current_by is that item's id.
+    presented_as: str = "current"
+    current_by: int | None = None
+
+
+@dataclass
+class RecallResult:
+    items: list[RecallItem]
+    degraded: bool = False
+    degraded_reason: str | None = None
+    stages: list[dict] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
 
 # "用户：…", "User: …", "Caroline: …", "[user] …": a short label at the start of a line.
 _SPEAKER = re.compile(r"^\s*(?:\[([^\]\n]{1,24})\]|([^\s:：]{1,24}))\s*[:：\]]\s*")

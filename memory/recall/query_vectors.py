@@ -2,7 +2,7 @@
 
 A Chinese query is embedded with the multilingual model only; an English one with both models of a
 composite (the English mix searches, the multilingual half finds Chinese memories across languages);
-a long query (a dialogue or a paragraph, memory/query_shape.py) also embeds its focus, mixed in.
+a long query (a dialogue or a paragraph, memory/recall/query.py) also embeds its focus, mixed in.
 Each model runs on one thread (EMBEDDING_THREADS), so on two cores the encodes of one query run side
 by side and the request thread reads the user's snapshot and scores keywords meanwhile: recall waits
 for the slowest encode, not for their sum plus its own reads. ONNX Runtime and NumPy's kernels release
@@ -14,9 +14,9 @@ from functools import lru_cache
 import numpy as np
 from django.conf import settings
 
-from conversations import textutil
+from common import text as textutil
 from memory.embeddings import CompositeEmbedder, encoder_pool
-from memory.query_shape import shape
+from memory.recall.query import shape
 
 # Queries repeat (a context call and its recall ask of the same message): cached.
 is_cjk = lru_cache(maxsize=65536)(textutil.is_cjk)
@@ -28,7 +28,7 @@ class QueryVectors:
     unit: np.ndarray  # the query as a document would be embedded: scores stored vectors exactly
     search: list[np.ndarray]  # vectors sent to the index for candidates
     # A conversation's parts (the whole, its focus) as documents would be embedded: a memory's
-    # best match over them joins the blend (RECALL_CONFIDENCE["parts_max"], recall_candidates).
+    # best match over them joins the blend (RECALL_CONFIDENCE["parts_max"], memory/recall/candidates.py).
     parts: list[np.ndarray] = field(default_factory=list)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import connection
 
-from memory.choices import STANDING_KINDS
+from memory.choices import SUBJECT_KINDS
 from memory.models import MemoryConflict
 
 
@@ -31,7 +31,7 @@ def conflicts_apply(items: list, *, org, user_id: str, explain: bool, pairs: lis
     """`pairs`: open_conflicts over these items or more, when the caller read them already."""
     if pairs is None:
         pairs = open_conflicts(org=org, user_id=user_id,
-                               ids=[item.memory.id for item in items if item.memory.kind in STANDING_KINDS])
+                               ids=[item.memory.id for item in items if item.memory.kind in SUBJECT_KINDS])
     if not pairs:
         return items
     order = [item.memory.id for item in items]

@@ -18,9 +18,9 @@ acknowledgement "好的，记下了：…") inherits the state of the user turn 
 
 Small talk ("谢谢，最近老忘", "好的", "不错，坚持下去") is not history worth recalling: a Chinese turn
 from which nothing was extracted, that names no entity and has no content word by part of speech
-(no noun, name, verbal noun, numeral or Latin/digit token; `conversations.textutil.is_small_talk`,
+(no noun, name, verbal noun, numeral or Latin/digit token; `common.text.is_small_talk`,
 judged once by the projection and stored with the terms) is dropped from recall
-(memory/selectors/recall_pipeline.py). English turns are not judged (jieba tags every Latin word
+(memory/recall/pipeline.py). English turns are not judged (jieba tags every Latin word
 alike); they stay plain history.
 """
 from collections import defaultdict
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from django.db import connection
 
-from config.plain_reads import plain_rows
+from common.plain_reads import plain_rows
 from conversations.models import Message
 from memory.choices import MemoryKind, MemoryScope, MemoryStatus
 from memory.models import Memory, MemorySource
@@ -108,7 +108,7 @@ def message_lineage(org_id: int, message_ids: set[int]) -> dict[int, Lineage]:
     """The lineage of each message (assistant acknowledgements inheriting their user turn's)."""
     if not message_ids:
         return {}
-    # Plain reads (config/plain_reads.py): recall runs these on every call with episodes among its candidates.
+    # Plain reads (common/plain_reads.py): recall runs these on every call with episodes among its candidates.
     rows = plain_rows(Message, ("id", "conversation", "seq", "role"), message_ids, key="id", org=org_id)
     # The user turn each assistant turn answers: the message right before it in its conversation.
     answered: dict[int, int] = {}
