@@ -91,6 +91,7 @@ class EntityMatcher:
         self.attributes: dict[int, dict] = {}
         self.graph: dict[int, tuple[tuple[int, str, str], ...]] = {}
         self._type_words: dict[str, str] | None = None
+        self._kinds: dict[str, tuple[str, ...]] | None = None
 
         self._automaton: ahocorasick.Automaton | None = None
         if index:
@@ -185,6 +186,14 @@ class EntityMatcher:
 
     def types(self) -> frozenset[str]:
         return frozenset(self._by_type)
+
+    def types_of_kind(self, kind: str) -> tuple[str, ...]:
+        """The registered types a generic noun's kind stands for ("车" → `vehicle`, `truck`; entities/typenouns.py)."""
+        if self._kinds is None:
+            from entities.typenouns import types_by_kind
+
+            self._kinds = types_by_kind(self._by_type)
+        return self._kinds.get(kind, ())
 
     def ids_of_type(self, type_: str) -> tuple[int, ...]:
         return self._by_type.get(type_, ())

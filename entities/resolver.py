@@ -28,8 +28,7 @@ from itertools import islice
 
 from entities.matcher import EntityMatcher, EntityRef, Match, name_contains_any, normalize_key
 from entities.narrowing import by_attributes_and_parts, follow_relations, via_anchor
-from entities.partial import qualified_span
-from entities.typewords import DEMONSTRATIVES, Cue, category_words, scan
+from entities.typewords import DEMONSTRATIVES, Cue, category_words, text_cues
 
 __all__ = ["MentionEvidence", "Resolution", "resolve"]
 
@@ -78,12 +77,7 @@ def resolve(
         raise ValueError("max_candidates must be at least 2: one candidate is not an ambiguity")
     gate = _Gate(entities, allowed, allowed_many)
     matches = matcher.find(text, keep=gate.visible)
-    cues = scan(text)
-    if hasattr(matcher, "registry_type_cues"):  # the registry's own types are type words too
-        known = {(c.start, c.end, c.type) for c in cues if c.kind == "type"}
-        # "5号冷柜": a learnt label attached to a number names one specific entity, as a lexicon word does.
-        cues += [Cue(kind="type", word=word, start=start, end=end, type=type_, qualified=qualified_span(text, start, end))
-                 for word, type_, start, end in matcher.registry_type_cues(text) if (start, end, type_) not in known]
+    cues = text_cues(text, matcher)
     # A type word inside a matched surface is part of a name ("S780 联合收割机" is a model, its
     # "收割机" says nothing about the type the user means).
     # A lexicon word for a type this registry does not have ("车" → asset, where vehicles are "vehicle")
@@ -116,7 +110,13 @@ def resolve(
             return _decide(ids, evidence, max_candidates)
         if constraint.types:
             anchor_steps, anchors = _explicit(matches, hows, lambda eid: True)
-            followed = anchors and follow_relations(anchors, matcher=matcher, accepts=accepts_type, visible=gate.visible_list)
+            # What the rest of the text names among the anchors' neighbours first ("影像室那台口腔设备"), then
+            # every neighbour of the kind asked for ("西站停保场的车").
+            followed = anchors and (
+                via_anchor(text, spans=[(m.start, m.end) for m in matches if m.entity_id in anchors], anchors=anchors,
+                           matcher=matcher, visible=gate.visible_list, other_types=set(constraint.types),
+                           type_of=lambda i: entities[i].type if i in entities else "")
+                or follow_relations(anchors, matcher=matcher, accepts=accepts_type, visible=gate.visible_list))
             if followed:
                 return _decide(followed.ids, _type_evidence(type_cues, constraint)
                                + [{"rule": rule, **step} for step in anchor_steps] + [followed.step], max_candidates)
@@ -202,6 +202,10 @@ def resolve(
     # "工单0012") name a specific entity that is not visible: answering with another entity of
     # the same kind would be a silent wrong guess.
     standalone = _Constraint.from_cues([c for c in type_cues if not c.qualified])
+    # ... unless parts of names of that type are named too: "西站柴油车" is the 西站柴油通勤车, not any vehicle.
+    if standalone.types and any(standalone.type_ok(entities[i]) for i in part_ids) \
+            and (resolution := narrow(require_values=False)) is not None:
+        return resolution
     if standalone.types:
         # Lazily, in id order: "那台收割机" can name thousands; only the first max_candidates + 1
         # visible ones (the extra one tells "truncated") are ever checked or materialised.
