@@ -20,6 +20,7 @@ from functools import lru_cache
 
 import ahocorasick
 
+from entities.partial import type_words
 from entities.surface import EntityRef, inside_token, normalize, normalize_key
 
 MIN_PART_CHARS = 2  # one character ("车", "店") names a kind at most, never an entity
@@ -119,12 +120,26 @@ class PartIndex:
         index: dict[str, set[int]] = {}
         by_type: dict[str, set[int]] = {}
         type_of: dict[int, str] = {}
+        refs = list(refs)
         for ref in refs:
             by_type.setdefault(ref.type, set()).add(ref.id)
             type_of[ref.id] = ref.type
             for surface in (ref.name, *ref.aliases):
                 for part in name_parts(surface):
                     index.setdefault(part, set()).add(ref.id)
+        # A Chinese part names every entity whose name holds it, however the segmenter cut that name: "液相" of
+        # 老液相 is in 液相色谱仪2号 too (one automaton pass over the names, not a scan per part).
+        cjk = _automaton({part: {0} for part in index if _CJK.search(part)})
+        if cjk is not None:
+            for ref in refs:
+                for surface in (ref.name, *ref.aliases):
+                    key = normalize_key(surface)
+                    for last, (length, _ids) in cjk.iter(key):
+                        index[key[last - length + 1:last + 1]].add(ref.id)
+        # Registered type names are type words ("the open ticket"), never a part of one name ("disk failure ticket").
+        for word in type_words(by_type):
+            index.pop(word, None)
+        self.name_keys = frozenset(index)
         # A part every entity of a type carries ("工单" of 工单0231 / 工单0238) is that type's label: it
         # says which kind is meant, not which one, so it becomes a type word instead of a name part.
         self.type_words: dict[str, str] = {}

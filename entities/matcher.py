@@ -161,6 +161,10 @@ class EntityMatcher:
         """Entities `text` names by parts of their names ("那台喷雾机" → 3号喷杆喷雾机), with the parts found."""
         return self._part_index().best(text)
 
+    def is_name_part(self, part: str) -> bool:
+        """`part` is a part of some name or alias, not only of attribute values."""
+        return part in self._part_index().name_keys
+
     def attribute_hits(self, text: str) -> list[tuple[str, tuple[int, ...]]]:
         """(value, entity ids) for each attribute value named in `text` ("VMS-V300", "北场")."""
         if self._attribute_index is None:

@@ -141,8 +141,9 @@ def resolve(
     evidence = _type_evidence(type_cues, constraint)
 
     pointed = any(c.kind in ("coref", "long_term") for c in cues) or bool(type_cues)
-    part_ids = [] if partial_ids or not hasattr(matcher, "name_part_candidates") else \
-        [i for i in matcher.name_part_candidates(text)[0] if i in entities]
+    part_ids, found_parts = ([], []) if partial_ids or not hasattr(matcher, "name_part_candidates") else \
+        matcher.name_part_candidates(text)
+    part_ids = [i for i in part_ids if i in entities]
     # What the text names by a part, when the type words ask for another type: the anchor of a relation
     # path ("那台青贮收获机的工单", "那台喷雾机的工单"). A skeleton may name thousands ("收割机"): not an anchor.
     named_other = [i for i in (partial_ids if len(partial_ids) <= MAX_ANCHORS else []) or part_ids
@@ -175,14 +176,16 @@ def resolve(
         if cue is None:
             continue
         mentions = mentions() if callable(mentions) else mentions
+        # What the text names by parts restricts the window too: "浦东滨江那家店" is not the store just discussed.
+        named_set = partial_set or (set(part_ids) if any(matcher.is_name_part(p) for p in found_parts) else set())
         ids, latest = _latest_turn(
             mentions,
             gate,
-            lambda eid: eid in entities and constraint.accepts(entities[eid])
-            and (not partial_set or eid in partial_set),
+            lambda eid: eid in entities and constraint.accepts(entities[eid]) and (not named_set or eid in named_set),
             batch=max_candidates + 1 if max_candidates else None,
         )
         if ids and latest is not None:
+            ids = _turn_focus(ids, matcher)
             return _decide(ids, evidence + [_mention_step(rule, cue, ids, latest)], max_candidates)
         if constraint.types:
             anchors, latest = _latest_turn(mentions, gate, lambda eid: eid in entities and not constraint.type_ok(entities[eid])
@@ -240,6 +243,17 @@ def resolve(
     if part_ids and (resolution := narrow(require_values=False)) is not None:
         return resolution
     return Resolution(status="none", evidence=evidence)
+
+
+def _turn_focus(ids: list[int], matcher: EntityMatcher) -> list[int]:
+    """Several entities in the turn pointed back at: the ones the others hang off are context, not the subject
+    ("商用跑步机3号 in 静安社区店 … 它的跑带" is the treadmill; "售后单881 for the 主卧空调 … 这单" the order): drop
+    every entity that is the target of a relation from another entity of the same turn."""
+    if len(ids) < 2 or not hasattr(matcher, "neighbours"):
+        return ids
+    among = set(ids)
+    kept = [i for i in ids if not any(o in among and d == "in" for o, _t, d in matcher.neighbours(i))]
+    return kept or ids
 
 
 def _mention_step(rule: str, cue: Cue, ids: list[int], latest: MentionEvidence) -> dict:
