@@ -22,10 +22,12 @@ import ahocorasick
 
 from entities.partial import type_words
 from entities.surface import EntityRef, inside_token, normalize, normalize_key
+from entities.typenouns import kinds_of_type
 
 MIN_PART_CHARS = 2  # one character ("车", "店") names a kind at most, never an entity
 MIN_LATIN_PART_CHARS = 3
 MIN_VALUE_CHARS = 2
+MIN_SERIAL_DIGITS = 5  # a number this long names what carries it; a shorter one ("02", "2023") only qualifies
 MAX_PART_ENTITIES = 200
 MAX_VALUE_CHARS = 80  # a description is not a value anyone says
 _NUMBERED = re.compile(r"^(?:[0-9]+|[零〇一二三四五六七八九十百千两]+)号$")
@@ -51,6 +53,9 @@ def name_parts(surface: str) -> frozenset[str]:
     for code in _CODE.findall(key):
         if len(code) >= MIN_PART_CHARS:
             parts.add(code)
+        # The number groups of a code: a long one is a serial people say alone ("container 204135" for MSKU
+        # 204135-0), a short one tells siblings apart ("web frontend 02"; a qualifier, see is_qualifier).
+        parts.update(g for g in re.findall(r"[0-9]+", code) if len(g) >= 2 and g != code)
     words = _jieba().lcut(key)
     merged: list[str] = []
     for word in words:
@@ -71,9 +76,28 @@ def name_parts(surface: str) -> frozenset[str]:
     return frozenset(parts)
 
 
+# How people address or refer to a person by surname: "王工", "张总", "老李", "小陈", "刘老师".
+_TITLES = ("工", "总", "老师", "经理", "师傅", "医生", "大夫", "主任", "姐", "哥", "先生", "女士", "阿姨", "叔")
+_PERSON_NAME = re.compile("^[\u3400-\u9fff]{2,4}$")
+
+
+def person_forms(name: str) -> set[str]:
+    """The ways a Chinese personal name (of a type that names people, entities/typenouns.py) is said in part: the
+    surname with a title or 老/小, and for three characters the surname with the first given character ("王晓" of
+    王晓雯 and 王晓东 alike, so it names both)."""
+    key = normalize_key(name)
+    if not _PERSON_NAME.match(key):
+        return set()
+    surname = key[0]
+    forms = {surname + t for t in _TITLES} | {"老" + surname, "小" + surname}
+    if len(key) == 3:
+        forms.add(key[:2])
+    return forms - {key}
+
+
 def is_qualifier(part: str) -> bool:
     """A numbered qualifier or a bare code: tells siblings apart, names nothing on its own."""
-    return bool(_NUMBERED.match(part)) or part.isdigit()
+    return bool(_NUMBERED.match(part)) or (part.isdigit() and len(part) < MIN_SERIAL_DIGITS)
 
 
 def attribute_values(attributes: Mapping) -> set[str]:
@@ -127,6 +151,9 @@ class PartIndex:
             for surface in (ref.name, *ref.aliases):
                 for part in name_parts(surface):
                     index.setdefault(part, set()).add(ref.id)
+            if "person" in kinds_of_type(ref.type):
+                for part in person_forms(ref.name):
+                    index.setdefault(part, set()).add(ref.id)
         # A Chinese part names every entity whose name holds it, however the segmenter cut that name: "液相" of
         # 老液相 is in 液相色谱仪2号 too (one automaton pass over the names, not a scan per part).
         cjk = _automaton({part: {0} for part in index if _CJK.search(part)})
@@ -155,6 +182,7 @@ class PartIndex:
                 for part in name_parts(value):
                     if part not in self.type_words:
                         index.setdefault(part, set()).add(eid)
+        self._index = index
         self._automaton = _automaton(index)
         self._type_automaton = _automaton({w: {0} for w in self.type_words})
 
@@ -165,6 +193,10 @@ class PartIndex:
         for start, end, word, _ids in _hits(self._type_automaton, text):
             out.append((word, self.type_words[word], *norm.original_span(start, end)))
         return out
+
+    def holders(self, part: str) -> tuple[int, ...]:
+        """Entities a whole part names (in a name, an alias or an attribute value)."""
+        return tuple(sorted(self._index.get(normalize_key(part), ())))
 
     def best(self, text: str) -> tuple[list[int], list[str]]:
         """The entities whose parts cover the most characters of `text` (at least one part that is not a

@@ -92,6 +92,7 @@ class EntityMatcher:
         self.graph: dict[int, tuple[tuple[int, str, str], ...]] = {}
         self._type_words: dict[str, str] | None = None
         self._kinds: dict[str, tuple[str, ...]] | None = None
+        self._known: tuple[str, frozenset[str]] | None = None
 
         self._automaton: ahocorasick.Automaton | None = None
         if index:
@@ -160,6 +161,27 @@ class EntityMatcher:
     def name_part_candidates(self, text: str) -> tuple[list[int], list[str]]:
         """Entities `text` names by parts of their names ("那台喷雾机" → 3号喷杆喷雾机), with the parts found."""
         return self._part_index().best(text)
+
+    def knows(self, word: str) -> bool:
+        """`word` occurs in a name, an alias, a string attribute value or a type name of this registry, or is a
+        word of the lexicon (entities/typewords.py, entities/typenouns.py)."""
+        if self._known is None:
+            from entities.typenouns import KINDS
+            from entities.typewords import CATEGORIES, TYPE_WORDS
+
+            texts = [normalize_key(s) for ref in self._refs.values() for s in (ref.name, *ref.aliases)]
+            texts += [normalize_key(v) for attrs in self.attributes.values() for v in (attrs or {}).values()
+                      if isinstance(v, str)]
+            texts += list(self._by_type)
+            lexicon = {normalize_key(w) for words in TYPE_WORDS.values() for w in words}
+            lexicon |= {normalize_key(w) for _t, words in CATEGORIES.values() for w in words}
+            lexicon |= {normalize_key(w) for nouns, _stems in KINDS.values() for w in nouns}
+            self._known = ("\x1f".join(texts), frozenset(lexicon))
+        key = normalize_key(word)
+        return key in self._known[1] or key in self._known[0]
+
+    def part_holders(self, part: str) -> tuple[int, ...]:
+        return self._part_index().holders(part)
 
     def is_name_part(self, part: str) -> bool:
         """`part` is a part of some name or alias, not only of attribute values."""

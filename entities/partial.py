@@ -34,6 +34,9 @@ _QUALIFIER = re.compile(
     "|[·\\-#]")
 
 
+_CODE_AFTER = re.compile(r"#?[A-Za-z]{0,3}[0-9][A-Za-z0-9\-]*\b")
+
+
 @lru_cache(maxsize=200_000)
 def skeleton(surface: str) -> str:
     """The surface without its qualifiers; "" when nothing generic is left. Regular expressions, not a
@@ -64,6 +67,8 @@ def qualified_span(s: str, start: int, end: int) -> bool:
     is not registered or not visible; answering with its siblings would be a silent wrong guess."""
     before = s[start - 1] if start > 0 else ""
     after = s[end] if end < len(s) else ""
+    if after == " " and _CODE_AFTER.match(s, end + 1):
+        return True  # "Rack B05", "MSKU 204160-2", "web frontend 02": a code after a space names one as well
     return before.isdigit() or before in ("号", "#") or after.isdigit() or after in ("号", "#")
 
 

@@ -28,6 +28,7 @@ from itertools import islice
 
 from entities.matcher import EntityMatcher, EntityRef, Match, name_contains_any, normalize_key
 from entities.narrowing import by_attributes_and_parts, follow_relations, via_anchor
+from entities.nearmiss import unknown_description
 from entities.typewords import DEMONSTRATIVES, Cue, category_words, text_cues
 
 __all__ = ["MentionEvidence", "Resolution", "resolve"]
@@ -105,6 +106,8 @@ def resolve(
             qualified = via_anchor(text, spans=spans, anchors=ids, matcher=matcher, visible=gate.visible_list,
                                    type_of=lambda i: entities[i].type if i in entities else "",
                                    other_types={c.type for c in type_cues if c.type and c.type not in anchor_types})
+            if qualified is not None and not qualified.ids:  # it names only what the user may not read
+                return _decide([], evidence + [qualified.step], max_candidates)
             if qualified is not None and qualified.ids:
                 return _narrowed_decision(qualified.ids, evidence + [qualified.step], cues, windows, gate, max_candidates)
             return _decide(ids, evidence, max_candidates)
@@ -126,6 +129,13 @@ def resolve(
     # word "车" (assets) when what it partially names are vehicles.
     partial_ids, partial_spans = matcher.partial(text) if hasattr(matcher, "partial") else ([], [])
     partial_ids = [i for i in partial_ids if i in entities]  # visibility asked only as far as needed
+    if partial_ids and len(partial_ids) <= MAX_ANCHORS and hasattr(matcher, "part_holders"):
+        # A skeleton that is also a word of other entities' names or values names them too: "the reefer" is
+        # "reefer 118" and every container whose type is "40ft reefer".
+        kinds = {entities[i].type for i in partial_ids}
+        more = {i for s, e in partial_spans for i in matcher.part_holders(text[s:e])
+                if i in entities and entities[i].type in kinds}
+        partial_ids = sorted(set(partial_ids) | more)
     # A skeleton every entity of a type shares ("工单" of 工单0305 / 工单0311) is that type's label, not a name.
     labels = [(start, end) for _w, _t, start, end in matcher.registry_type_cues(text)] \
         if partial_ids and hasattr(matcher, "registry_type_cues") else []
@@ -168,6 +178,13 @@ def resolve(
     if (resolution := narrow(require_values=True)) is not None:
         return resolution
 
+    # A demonstrative pointing with a description the registry does not know ("那辆双层观光巴士") means something
+    # unregistered: none, not the entity just discussed (entities/nearmiss.py).
+    pointer = next((c for c in cues if c.kind == "long_term" and c.word in DEMONSTRATIVES and c.word != "那边"), None)
+    if pointer is not None and hasattr(matcher, "knows") and \
+            (unknown := unknown_description(text, pointer.end, matcher.knows)):
+        return Resolution(status="none", evidence=evidence + [{"rule": "unknown_description", "words": unknown}])
+
     # (c), (d): the latest mention of a matching entity; several in that same turn -> ambiguous. With a type
     # word and no mention of that type, the latest entity discussed (of those the text names, if it names
     # some) is an anchor whose relations are followed ("它的工单").
@@ -188,8 +205,12 @@ def resolve(
             ids = _turn_focus(ids, matcher)
             return _decide(ids, evidence + [_mention_step(rule, cue, ids, latest)], max_candidates)
         if constraint.types:
+            # The anchor is what the text names of another kind, or else what was just discussed, unless the text
+            # names by parts only things of the kind asked for ("浦东滨江那家店" is a store, not the store of the
+            # treadmill just discussed).
+            named_kind = bool(part_ids) and not named_other and any(matcher.is_name_part(p) for p in found_parts)
             anchors, latest = _latest_turn(mentions, gate, lambda eid: eid in entities and not constraint.type_ok(entities[eid])
-                                           and (not named_other or eid in named_other))
+                                           and (not named_other or eid in named_other) and not named_kind)
             followed = anchors and follow_relations(anchors, matcher=matcher, accepts=accepts_type, visible=gate.visible_list)
             if followed:
                 return _decide(followed.ids, evidence + [_mention_step(rule, cue, anchors, latest), followed.step],

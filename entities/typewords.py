@@ -13,6 +13,7 @@ Kinds of cue:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -77,7 +78,11 @@ LONG_TERM_CUES: tuple[str, ...] = (
 # conversation has one, and is ambiguous otherwise; only an explicit past ("上次", "last time") reaches back
 # into earlier conversations to choose among several named entities.
 DEMONSTRATIVES: frozenset[str] = frozenset({"那台", "那辆", "那部", "那个", "那款", "那张", "那家", "那位", "那边",
-                                           "那单", "那间", "那条", "那只"})
+                                           "那单", "那间", "那条", "那只", "that"})
+# English "that" points back only as a determiner ("that rack", "that open ticket"), not as a conjunction or
+# relative pronoun ("said that the", "the one that is"): followed by a word that starts no clause.
+_THAT = re.compile(r"\bthat\s+(?!(?:the|a|an|it|its|he|she|they|we|i|you|is|was|are|were|has|had|will|would|can|"
+                   r"could|should|this|there|one)\b)[a-z0-9]", re.IGNORECASE)
 
 # Compounds in which a short word does not carry its cue meaning ("应该" is not "该",
 # "其它" is not "它", "刹车" is a brake, "车间" a workshop). Matched before the word itself.
@@ -158,6 +163,7 @@ def text_cues(text: str, matcher) -> list[Cue]:
     """The lexicon's cues, the registry's own type words, and generic nouns mapped onto the registry's types
     ("哪辆车" → `vehicle`, "那家店" → `branch`; entities/typenouns.py)."""
     cues = scan(text)
+    cues += [Cue(kind="long_term", word="that", start=m.start(), end=m.start() + 4) for m in _THAT.finditer(text)]
     if hasattr(matcher, "registry_type_cues"):  # the registry's own types are type words too
         known = {(c.start, c.end, c.type) for c in cues if c.kind == "type"}
         # "5号冷柜": a learnt label attached to a number names one specific entity, as a lexicon word does.
