@@ -154,6 +154,17 @@ class PartIndex:
             if "person" in kinds_of_type(ref.type):
                 for part in person_forms(ref.name):
                     index.setdefault(part, set()).add(ref.id)
+        # Registered type names are type words ("the open ticket"), never a part of one name ("disk failure ticket").
+        for word in type_words(by_type):
+            index.pop(word, None)
+        # A part every entity of a type carries ("工单" of 工单0231 / 工单0238) is that type's label: it
+        # says which kind is meant, not which one, so it becomes a type word instead of a name part.
+        self.type_words: dict[str, str] = {}
+        for part, ids in list(index.items()):
+            types = {type_of[i] for i in ids}
+            if len(types) == 1 and len(ids) >= 2 and ids == by_type[next(iter(types))] and not is_qualifier(part):
+                self.type_words[part] = next(iter(types))
+                del index[part]
         # A Chinese part names every entity whose name holds it, however the segmenter cut that name: "液相" of
         # 老液相 is in 液相色谱仪2号 too (one automaton pass over the names, not a scan per part).
         cjk = _automaton({part: {0} for part in index if _CJK.search(part)})
@@ -163,26 +174,16 @@ class PartIndex:
                     key = normalize_key(surface)
                     for last, (length, _ids) in cjk.iter(key):
                         index[key[last - length + 1:last + 1]].add(ref.id)
-        # Registered type names are type words ("the open ticket"), never a part of one name ("disk failure ticket").
-        for word in type_words(by_type):
-            index.pop(word, None)
         self.name_keys = frozenset(index)
-        # A part every entity of a type carries ("工单" of 工单0231 / 工单0238) is that type's label: it
-        # says which kind is meant, not which one, so it becomes a type word instead of a name part.
-        self.type_words: dict[str, str] = {}
-        for part, ids in list(index.items()):
-            types = {type_of[i] for i in ids}
-            if len(types) == 1 and len(ids) >= 2 and ids == by_type[next(iter(types))] and not is_qualifier(part):
-                self.type_words[part] = next(iter(types))
-                del index[part]
         # Parts of attribute values name their entities the same way ("吸唾管" of item 吸唾管堵塞, "shrimp" of
         # cargo frozen shrimp): a description is read by its words, a code whole (AttributeIndex).
+        self._value_holders: dict[str, set[int]] = {}
         for eid, attrs in (attributes or {}).items():
             for value in attribute_values(attrs):
                 for part in name_parts(value):
                     if part not in self.type_words:
                         index.setdefault(part, set()).add(eid)
-        self._index = index
+                        self._value_holders.setdefault(part, set()).add(eid)
         self._automaton = _automaton(index)
         self._type_automaton = _automaton({w: {0} for w in self.type_words})
 
@@ -194,9 +195,9 @@ class PartIndex:
             out.append((word, self.type_words[word], *norm.original_span(start, end)))
         return out
 
-    def holders(self, part: str) -> tuple[int, ...]:
-        """Entities a whole part names (in a name, an alias or an attribute value)."""
-        return tuple(sorted(self._index.get(normalize_key(part), ())))
+    def value_holders(self, part: str) -> tuple[int, ...]:
+        """Entities with `part` as a whole word of an attribute value ("reefer" of "40ft reefer")."""
+        return tuple(sorted(self._value_holders.get(normalize_key(part), ())))
 
     def best(self, text: str) -> tuple[list[int], list[str]]:
         """The entities whose parts cover the most characters of `text` (at least one part that is not a

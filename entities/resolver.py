@@ -129,11 +129,11 @@ def resolve(
     # word "车" (assets) when what it partially names are vehicles.
     partial_ids, partial_spans = matcher.partial(text) if hasattr(matcher, "partial") else ([], [])
     partial_ids = [i for i in partial_ids if i in entities]  # visibility asked only as far as needed
-    if partial_ids and len(partial_ids) <= MAX_ANCHORS and hasattr(matcher, "part_holders"):
-        # A skeleton that is also a word of other entities' names or values names them too: "the reefer" is
+    if partial_ids and len(partial_ids) <= MAX_ANCHORS and hasattr(matcher, "value_holders"):
+        # A skeleton that is also a word of other entities' attribute values names them too: "the reefer" is
         # "reefer 118" and every container whose type is "40ft reefer".
         kinds = {entities[i].type for i in partial_ids}
-        more = {i for s, e in partial_spans for i in matcher.part_holders(text[s:e])
+        more = {i for s, e in partial_spans for i in matcher.value_holders(text[s:e])
                 if i in entities and entities[i].type in kinds}
         partial_ids = sorted(set(partial_ids) | more)
     # A skeleton every entity of a type shares ("工单" of 工单0305 / 工单0311) is that type's label, not a name.
