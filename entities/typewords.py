@@ -79,6 +79,7 @@ LONG_TERM_CUES: tuple[str, ...] = (
 # into earlier conversations to choose among several named entities.
 DEMONSTRATIVES: frozenset[str] = frozenset({"那台", "那辆", "那部", "那个", "那款", "那张", "那家", "那位", "那边",
                                            "那单", "那间", "那条", "那只", "that"})
+_CJK_PAIR = re.compile("[\u3400-\u9fff]{2}")
 # English "that" points back only as a determiner ("that rack", "that open ticket"), not as a conjunction or
 # relative pronoun ("said that the", "the one that is"): followed by a word that starts no clause.
 _THAT = re.compile(r"\bthat\s+(?!(?:the|a|an|it|its|he|she|they|we|i|you|is|was|are|were|has|had|will|would|can|"
@@ -171,7 +172,11 @@ def text_cues(text: str, matcher) -> list[Cue]:
                  for word, type_, start, end in matcher.registry_type_cues(text) if (start, end, type_) not in known]
     if hasattr(matcher, "types_of_kind"):
         known = {(c.start, c.end, c.type) for c in cues if c.kind == "type"}
-        cues += [replace(c, type=type_, category=None) for c in cues if c.noun_kind and heads_pointer(text, c.start)
+        # ... or heading a compound whose modifier the registry knows ("水产供应商": 水产 is a category of suppliers);
+        # a one-character noun in a compound is a name's own ending ("冷链车", "春熙路店"), not a generic head.
+        cues += [replace(c, type=type_, category=None) for c in cues if c.noun_kind
+                 and (heads_pointer(text, c.start) or (c.end - c.start >= 2 and c.start >= 2 and _CJK_PAIR.match(text, c.start - 2)
+                                                       and matcher.knows(text[c.start - 2:c.start])))
                  for type_ in matcher.types_of_kind(c.noun_kind) if (c.start, c.end, type_) not in known]
     return cues
 
