@@ -15,6 +15,7 @@ from typing import TypeVar
 
 import ahocorasick
 
+from entities.evidence import person_forms
 from entities.partial import PartialIndex, type_cues, type_words
 from entities.surface import (
     _OPTIONAL_SPACE,
@@ -26,6 +27,7 @@ from entities.surface import (
     normalize,
     normalize_key,
 )
+from entities.typenouns import kinds_of_type
 
 __all__ = [
     "EntityMatcher",
@@ -72,7 +74,10 @@ class EntityMatcher:
                 "\x1f".join((str(eid), ref.type, ref.external_id, ref.name, *ref.aliases)).encode()
                 + b"\x1e"
             )
-            named = (("id", (ref.external_id,)), ("name", (ref.name,)), ("alias", ref.aliases))
+            aliases = ref.aliases
+            if "person" in kinds_of_type(ref.type):  # "王工", "老李", "王晓": how a person is said (evidence.py)
+                aliases = (*aliases, *sorted(person_forms(ref.name)))
+            named = (("id", (ref.external_id,)), ("name", (ref.name,)), ("alias", aliases))
             for how, surfaces in named:
                 for surface in surfaces:
                     for key in _key_variants(surface):

@@ -23,24 +23,16 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from itertools import islice
 
 from entities.matcher import EntityMatcher, EntityRef, Match, name_contains_any, normalize_key
 from entities.narrowing import by_attributes_and_parts, follow_relations, via_anchor
 from entities.nearmiss import unknown_description
 from entities.typewords import DEMONSTRATIVES, Cue, category_words, text_cues
+from entities.windows import Gate, MentionEvidence, latest_turn, mention_step, turn_focus
 
 __all__ = ["MentionEvidence", "Resolution", "resolve"]
 
 MAX_ANCHORS = 20  # entities a relation path starts from at most
-
-
-@dataclass
-class MentionEvidence:
-    entity_id: int
-    at: datetime
-    conversation_id: int | None = None
 
 
 @dataclass
@@ -76,7 +68,7 @@ def resolve(
     """
     if max_candidates is not None and max_candidates < 2:
         raise ValueError("max_candidates must be at least 2: one candidate is not an ambiguity")
-    gate = _Gate(entities, allowed, allowed_many)
+    gate = Gate(entities, allowed, allowed_many)
     matches = matcher.find(text, keep=gate.visible)
     cues = text_cues(text, matcher)
     # A type word inside a matched surface is part of a name ("S780 联合收割机" is a model, its
@@ -195,25 +187,25 @@ def resolve(
         mentions = mentions() if callable(mentions) else mentions
         # What the text names by parts restricts the window too: "浦东滨江那家店" is not the store just discussed.
         named_set = partial_set or (set(part_ids) if any(matcher.is_name_part(p) for p in found_parts) else set())
-        ids, latest = _latest_turn(
+        ids, latest = latest_turn(
             mentions,
             gate,
             lambda eid: eid in entities and constraint.accepts(entities[eid]) and (not named_set or eid in named_set),
             batch=max_candidates + 1 if max_candidates else None,
         )
         if ids and latest is not None:
-            ids = _turn_focus(ids, matcher)
-            return _decide(ids, evidence + [_mention_step(rule, cue, ids, latest)], max_candidates)
+            ids = turn_focus(ids, matcher)
+            return _decide(ids, evidence + [mention_step(rule, cue, ids, latest)], max_candidates)
         if constraint.types:
             # The anchor is what the text names of another kind, or else what was just discussed, unless the text
             # names by parts only things of the kind asked for ("浦东滨江那家店" is a store, not the store of the
             # treadmill just discussed).
             named_kind = bool(part_ids) and not named_other and any(matcher.is_name_part(p) for p in found_parts)
-            anchors, latest = _latest_turn(mentions, gate, lambda eid: eid in entities and not constraint.type_ok(entities[eid])
+            anchors, latest = latest_turn(mentions, gate, lambda eid: eid in entities and not constraint.type_ok(entities[eid])
                                            and (not named_other or eid in named_other) and not named_kind)
             followed = anchors and follow_relations(anchors, matcher=matcher, accepts=accepts_type, visible=gate.visible_list)
             if followed:
-                return _decide(followed.ids, evidence + [_mention_step(rule, cue, anchors, latest), followed.step],
+                return _decide(followed.ids, evidence + [mention_step(rule, cue, anchors, latest), followed.step],
                                max_candidates)
 
     if named_other:
@@ -266,25 +258,7 @@ def resolve(
     return Resolution(status="none", evidence=evidence)
 
 
-def _turn_focus(ids: list[int], matcher: EntityMatcher) -> list[int]:
-    """Several entities in the turn pointed back at: the ones the others hang off are context, not the subject
-    ("商用跑步机3号 in 静安社区店 … 它的跑带" is the treadmill; "售后单881 for the 主卧空调 … 这单" the order): drop
-    every entity that is the target of a relation from another entity of the same turn."""
-    if len(ids) < 2 or not hasattr(matcher, "neighbours"):
-        return ids
-    among = set(ids)
-    kept = [i for i in ids if not any(o in among and d == "in" for o, _t, d in matcher.neighbours(i))]
-    return kept or ids
-
-
-def _mention_step(rule: str, cue: Cue, ids: list[int], latest: MentionEvidence) -> dict:
-    step = {"rule": rule, "cue": cue.word, "entity_ids": ids, "at": latest.at.isoformat()}
-    if latest.conversation_id is not None:
-        step["conversation_id"] = latest.conversation_id
-    return step
-
-
-def _narrowed_decision(ids: list[int], evidence: list[dict], cues: list[Cue], windows, gate: _Gate,
+def _narrowed_decision(ids: list[int], evidence: list[dict], cues: list[Cue], windows, gate: Gate,
                        limit: int | None) -> Resolution:
     """Several entities named by values or parts: "那台" means the one of them just discussed in this
     conversation; "上次" the one discussed last in any."""
@@ -297,9 +271,9 @@ def _narrowed_decision(ids: list[int], evidence: list[dict], cues: list[Cue], wi
                 cue = next((c for c in cues if c.kind == kind and c.word not in DEMONSTRATIVES), None)
             if cue is None:
                 continue
-            latest_ids, latest = _latest_turn(mentions() if callable(mentions) else mentions, gate, lambda eid: eid in among)
+            latest_ids, latest = latest_turn(mentions() if callable(mentions) else mentions, gate, lambda eid: eid in among)
             if latest_ids and latest is not None:
-                return _decide(latest_ids, evidence + [_mention_step(rule, cue, latest_ids, latest)], limit)
+                return _decide(latest_ids, evidence + [mention_step(rule, cue, latest_ids, latest)], limit)
     return _decide(ids, evidence, limit)
 
 
@@ -318,59 +292,6 @@ def _decide(ids: list[int], evidence: list[dict], limit: int | None = None) -> R
         candidates = list(ids[:limit]) if truncated else list(ids)
         return Resolution(status="ambiguous", candidates=candidates, evidence=evidence, truncated=truncated)
     return Resolution(status="none", evidence=evidence)
-
-
-class _Gate:
-    """Visibility = registered in `entities` and allowed; memoised for one resolution."""
-
-    def __init__(
-        self,
-        entities: Mapping[int, EntityRef],
-        allowed: Callable[[int], bool],
-        allowed_many: Callable[[Collection[int]], Collection[int]] | None,
-    ):
-        self._entities = entities
-        self._allowed = allowed
-        self._allowed_many = allowed_many
-        self._known: dict[int, bool] = {}
-
-    def visible(self, ids: Collection[int]) -> set[int]:
-        unknown = {i for i in ids if i not in self._known}
-        registered = {i for i in unknown if i in self._entities}
-        for i in unknown - registered:
-            self._known[i] = False
-        if registered:
-            if self._allowed_many is not None:
-                ok = set(self._allowed_many(registered))
-                for i in registered:
-                    self._known[i] = i in ok
-            else:
-                for i in registered:
-                    self._known[i] = bool(self._allowed(i))
-        return {i for i in ids if self._known[i]}
-
-    def visible_list(self, ids: Iterable[int]) -> list[int]:
-        ordered = list(dict.fromkeys(ids))
-        ok = self.visible(ordered)
-        return [i for i in ordered if i in ok]
-
-    def visible_prefix(self, ids: Iterable[int], limit: int | None) -> list[int]:
-        """The first `limit` visible ids of `ids` (order kept, duplicates dropped), consuming
-        `ids` only as far as needed: access is asked in batches a little larger than what is
-        still missing, so hidden entities rarely cost a second call."""
-        if limit is None:
-            return self.visible_list(ids)
-        found: list[int] = []
-        seen: set[int] = set()
-        pending = (i for i in ids if not (i in seen or seen.add(i)))
-        while len(found) < limit:
-            missing = limit - len(found)
-            batch = list(islice(pending, missing + missing // 4 + 1))
-            if not batch:
-                break
-            ok = self.visible(batch)
-            found.extend(i for i in batch if i in ok)
-        return found[:limit]
 
 
 @dataclass(frozen=True)
@@ -439,35 +360,3 @@ def _unique_sorted(ids: Iterable[int]) -> Iterator[int]:
             last = i
 
 
-def _latest_turn(
-    mentions: Sequence[MentionEvidence],
-    gate: _Gate,
-    ok: Callable[[int], bool],
-    batch: int | None = None,
-) -> tuple[list[int], MentionEvidence | None]:
-    """Entities of the most recent turn (same `at`) among visible, matching mentions.
-
-    Access is asked newest turn first, for about `batch` entities at a time (None: all at once),
-    so an answer from the latest turn checks only the latest turns.
-    """
-    # Type/category first: cheaper than the access check, which may be a remote call.
-    turns: dict[datetime, list[MentionEvidence]] = {}
-    for m in mentions:
-        if ok(m.entity_id):
-            turns.setdefault(m.at, []).append(m)  # input order kept within a turn
-    newest_first = sorted(turns, reverse=True)
-    i = 0
-    while i < len(newest_first):
-        ids: set[int] = set()
-        j = i
-        while j < len(newest_first) and (j == i or batch is None or len(ids) < batch):
-            ids.update(m.entity_id for m in turns[newest_first[j]])
-            j += 1
-        visible = gate.visible(ids)
-        for at in newest_first[i:j]:
-            turn = [m for m in turns[at] if m.entity_id in visible]
-            if turn:
-                # the turn's first mention: stable for "newest last" input
-                return list(dict.fromkeys(m.entity_id for m in turn)), turn[0]
-        i = j
-    return [], None

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
 __all__ = ["KINDS", "heads_pointer", "kinds_of_type", "types_by_kind"]
 
@@ -66,7 +67,8 @@ def heads_pointer(text: str, start: int) -> bool:
     return bool(_POINTER_ZH.search(before) or _POINTER_EN.search(before))
 
 
-def kinds_of_type(type_: str) -> set[str]:
+@lru_cache(maxsize=4096)
+def kinds_of_type(type_: str) -> frozenset[str]:
     """The kinds a registered type identifier belongs to (`medical_device` → {"device"})."""
     words = [w for w in _SPLIT.split(type_.casefold()) if w]
     head = words[-1] if words else ""
@@ -74,7 +76,7 @@ def kinds_of_type(type_: str) -> set[str]:
     for kind, (nouns, stems) in KINDS.items():
         if type_.casefold() in nouns or any(head in (stem, stem + "s", stem + "es") for stem in stems):
             out.add(kind)
-    return out
+    return frozenset(out)
 
 
 def types_by_kind(types: Iterable[str]) -> dict[str, tuple[str, ...]]:
