@@ -64,10 +64,14 @@ def name_parts(surface: str) -> frozenset[str]:
             merged[-1] += "号"
         else:
             merged.append(word)
-    for word in merged:
-        word = _SEPARATORS.sub("", word)
-        if not word:
-            continue
+    words = [w for w in (_SEPARATORS.sub("", w) for w in merged) if w]
+    # A one-character word is a morpheme of its neighbour, not a word of its own: "治疗台" of 治疗/台, "化学楼",
+    # a glued letter ("x光机", "治疗台a": the letter tells 治疗台A from 治疗台B). Never across a separator ("浙A·保温").
+    for left, right in zip(merged, merged[1:]):
+        if (len(left) == 1 or len(right) == 1) and _CJK.search(left + right) and not _SEPARATORS.search(left + right) \
+                and not any(ch.isdigit() for ch in left + right):
+            parts.add(left + right)
+    for word in words:
         if _CJK.search(word):
             if len(word) >= MIN_PART_CHARS or _NUMBERED.match(word):
                 parts.add(word)
