@@ -194,7 +194,7 @@ def resolve(
             batch=max_candidates + 1 if max_candidates else None,
         )
         if ids and latest is not None:
-            ids = turn_focus(ids, matcher)
+            ids = turn_focus(ids, matcher, cue.word, lambda i: entities[i].type if i in entities else "")
             return _decide(ids, evidence + [mention_step(rule, cue, ids, latest)], max_candidates)
         if constraint.types:
             # The anchor is what the text names of another kind, or else what was just discussed, unless the text

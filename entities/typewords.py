@@ -63,7 +63,7 @@ CATEGORIES: Mapping[str, tuple[str, tuple[str, ...]]] = {
 COREF_CUES: tuple[str, ...] = (
     "它", "它的", "它们", "这台", "这个", "这辆", "这部", "这款", "这张", "这份", "这件", "该",
     "这家", "这位", "这单", "这间", "这条", "这只", "她的", "他的",
-    "it", "its", "this", "this one", "that one", "that machine", "the same one",
+    "it", "its", "this", "this one", "that one", "that machine", "the same one", "she", "her",
 )
 
 # Words that refer back to an earlier conversation ("上次那台收割机").

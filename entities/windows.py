@@ -74,10 +74,38 @@ class Gate:
         return found[:limit]
 
 
-def turn_focus(ids: list[int], matcher: EntityMatcher) -> list[int]:
-    """Several entities in the turn pointed back at: the ones the others hang off are context, not the subject
-    ("商用跑步机3号 in 静安社区店 … 它的跑带" is the treadmill; "售后单881 for the 主卧空调 … 这单" the order): drop
-    every entity that is the target of a relation from another entity of the same turn."""
+# The kinds (entities/typenouns.py) a pointer's classifier asks for ("这单" an order, "那辆" a vehicle), and the
+# kinds a bare pronoun ("它", "it") rarely means when a thing of another kind is in the same turn: the order
+# about the thing, the place it stands in.
+_CLASSIFIER_KINDS = {"单": {"order"}, "张": {"order"}, "份": {"order"}, "辆": {"vehicle"}, "台": {"device", "vehicle"},
+                     "部": {"device", "vehicle"}, "家": {"store", "supplier"}, "位": {"person"}, "间": {"room", "store"},
+                     "艘": {"ship"}, "她": {"person", "ship"}, "他": {"person"}, "she": {"ship", "person"},
+                     "her": {"ship", "person"}}
+_CONTEXT_KINDS = frozenset({"order", "store", "room", "site", "supplier"})
+
+
+def turn_focus(ids: list[int], matcher: EntityMatcher, cue_word: str = "",
+               type_of: Callable[[int], str] = lambda _i: "") -> list[int]:
+    """Several entities in the turn pointed back at: which one the pointer means.
+
+    A classifier or gendered pronoun asks for its kinds ("这单" → the 售后单, not the air conditioner it is
+    about); a bare pronoun prefers a thing over the order about it or the place it stands in ("它的跑带" is the
+    treadmill, not its store; "reboot it" the server, not its ticket). Otherwise the entities the others hang off
+    by a relation are context: every target of a relation from another entity of the turn is dropped."""
+    from entities.typenouns import kinds_of_type
+
+    if len(ids) < 2:
+        return ids
+    kinds = {i: kinds_of_type(type_of(i)) for i in ids}
+    asked = next((k for ch, k in _CLASSIFIER_KINDS.items() if ch in cue_word), None)
+    if asked:
+        chosen = [i for i in ids if kinds[i] & asked]
+        if chosen:
+            return chosen
+    else:
+        things = [i for i in ids if not kinds[i] & _CONTEXT_KINDS]
+        if things and len(things) < len(ids):
+            ids = things
     if len(ids) < 2 or not hasattr(matcher, "neighbours"):
         return ids
     among = set(ids)

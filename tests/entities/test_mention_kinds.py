@@ -75,6 +75,11 @@ def test_a_pronoun_means_the_entity_the_others_of_its_turn_hang_off_not_the_plac
     assert got(run("它的电池还能撑多久？", recent=recent)) == ("resolved", BUS_A.id)
     recent = [MentionEvidence(REPAIR.id, T0, 1), MentionEvidence(BUS_A.id, T0, 1)]
     assert got(run("这单能改到周六吗？", recent=recent)) == ("resolved", REPAIR.id)
+    # A bare pronoun means the thing, not the order about it.
+    assert got(run("它今天能上线吗？", recent=recent)) == ("resolved", BUS_A.id)
+    # Two things of one kind in the turn stay ambiguous.
+    recent = [MentionEvidence(BUS_A.id, T0, 1), MentionEvidence(BUS_C.id, T0, 1)]
+    assert got(run("它今天能上线吗？", recent=recent)) == ("ambiguous", [BUS_A.id, BUS_C.id])
 
 
 def test_a_person_is_named_by_surname_and_first_given_character_or_title():
