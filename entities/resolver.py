@@ -8,6 +8,9 @@ Rules, in order; the first that yields a visible candidate decides:
   (e) a type or category word alone ("那台收割机", "the tractor") -> every entity of that kind
   (f) a partial name ("那座烘干塔" for 烘干一号塔 / 烘干二号塔; entities/partial.py) -> every entity it
       partially names; it also restricts (c) and (d), so "上次那辆冷链车" is the latest of the 冷链车
+Generic nouns ("车", "设备", "店") stand for the registry's types of their kind (entities/typenouns.py); a
+demonstrative with a description the registry does not know answers none (entities/nearmiss.py); a turn
+naming several entities is read by the pointer's kind (entities/windows.py).
 One candidate -> "resolved"; several -> "ambiguous" with them; none -> "none". With
 `max_candidates`, an ambiguous answer lists the first `max_candidates` (in the rule's order) and
 says `truncated`; the status is the same as without the cap.
