@@ -21,6 +21,9 @@ MAX_DESCRIPTION_WORDS = 5
 def unknown_description(text: str, after: int, knows: Callable[[str], bool]) -> list[str]:
     """The words of the noun phrase starting at `after` that the registry does not know; [] when the phrase is
     known, empty, or not Chinese."""
+    head = text[after:after + 2]
+    if not _CJK_WORD.match(head) or knows(head):
+        return []  # the phrase starts with a word the registry knows (the common case) or is not Chinese: no tagging
     import jieba
     import jieba.posseg
 
