@@ -168,26 +168,18 @@ class EntityMatcher:
         return self._part_index().best(text)
 
     def knows(self, word: str) -> bool:
-        """`word` may occur in a name, an alias, a string attribute value or a type name of this registry, or is a
-        word of the lexicon (entities/typewords.py, entities/typenouns.py). Read by character pairs: every pair of
-        the word occurs in some such text (exact for two characters; for longer words a pair may come from
-        different texts, which errs towards "known", i.e. towards the other rules deciding)."""
+        """`word` may occur in a name, an alias, a string attribute value or a type name of this registry.
+        Read by character pairs: every pair of the word occurs in some such text (exact for two characters;
+        for longer words a pair may come from different texts, which errs towards "known", i.e. towards the
+        other rules deciding). The lexicon's words (entities/typewords.py) are its caller's to add."""
         if self._known is None:
-            from entities.typenouns import KINDS
-            from entities.typewords import CATEGORIES, TYPE_WORDS
-
             texts = [normalize_key(s) for ref in self._refs.values() for s in (ref.name, *ref.aliases)]
             texts += [normalize_key(v) for attrs in self.attributes.values() for v in (attrs or {}).values()
                       if isinstance(v, str)]
             texts += [normalize_key(t) for t in self._by_type]
-            pairs = frozenset(t[i:i + 2] for t in texts for i in range(len(t) - 1))
-            lexicon = {normalize_key(w) for words in TYPE_WORDS.values() for w in words}
-            lexicon |= {normalize_key(w) for _t, words in CATEGORIES.values() for w in words}
-            lexicon |= {normalize_key(w) for nouns, _stems in KINDS.values() for w in nouns}
-            self._known = (pairs, frozenset(lexicon))
+            self._known = frozenset(t[i:i + 2] for t in texts for i in range(len(t) - 1))
         key = normalize_key(word)
-        pairs, lexicon = self._known
-        return key in lexicon or (len(key) >= 2 and all(key[i:i + 2] in pairs for i in range(len(key) - 1)))
+        return len(key) >= 2 and all(key[i:i + 2] in self._known for i in range(len(key) - 1))
 
     def value_holders(self, part: str) -> tuple[int, ...]:
         return self._part_index().value_holders(part)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from entities.matcher import EntityMatcher, EntityRef, Match, name_contains_any, normalize_key
 from entities.narrowing import by_attributes_and_parts, follow_relations, via_anchor
 from entities.nearmiss import unknown_description
-from entities.typewords import DEMONSTRATIVES, Cue, category_words, text_cues
+from entities.typewords import DEMONSTRATIVES, Cue, category_words, known_word, text_cues
 from entities.windows import Gate, MentionEvidence, latest_turn, mention_step, turn_focus
 
 __all__ = ["MentionEvidence", "Resolution", "resolve"]
@@ -177,7 +177,7 @@ def resolve(
     # unregistered: none, not the entity just discussed (entities/nearmiss.py).
     pointer = next((c for c in cues if c.kind == "long_term" and c.word in DEMONSTRATIVES and c.word != "那边"), None)
     if pointer is not None and hasattr(matcher, "knows") and \
-            (unknown := unknown_description(text, pointer.end, matcher.knows)):
+            (unknown := unknown_description(text, pointer.end, lambda word: known_word(matcher, word))):
         return Resolution(status="none", evidence=evidence + [{"rule": "unknown_description", "words": unknown}])
 
     # (c), (d): the latest mention of a matching entity; several in that same turn -> ambiguous. With a type

@@ -176,9 +176,22 @@ def text_cues(text: str, matcher) -> list[Cue]:
         # a one-character noun in a compound is a name's own ending ("冷链车", "春熙路店"), not a generic head.
         cues += [replace(c, type=type_, category=None) for c in cues if c.noun_kind
                  and (heads_pointer(text, c.start) or (c.end - c.start >= 2 and c.start >= 2 and _CJK_PAIR.match(text, c.start - 2)
-                                                       and matcher.knows(text[c.start - 2:c.start])))
+                                                       and known_word(matcher, text[c.start - 2:c.start])))
                  for type_ in matcher.types_of_kind(c.noun_kind) if (c.start, c.end, type_) not in known]
     return cues
+
+
+@lru_cache(maxsize=1)
+def _lexicon() -> frozenset[str]:
+    words = {normalize_key(w) for ws in TYPE_WORDS.values() for w in ws}
+    words |= {normalize_key(w) for _t, ws in CATEGORIES.values() for w in ws}
+    words |= {normalize_key(w) for nouns, _stems in KINDS.values() for w in nouns}
+    return frozenset(words)
+
+
+def known_word(matcher, word: str) -> bool:
+    """A word of the lexicon, or one the registry's texts may hold (`EntityMatcher.knows`)."""
+    return normalize_key(word) in _lexicon() or matcher.knows(word)
 
 
 def _qualified(s: str, start: int, end: int) -> bool:
