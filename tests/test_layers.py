@@ -25,7 +25,7 @@ MEMORY_LAYERS = [
     ("memory", "memory.models", "memory.choices", "memory.thresholds", "memory.onnx_encoder",
      "memory.jobs.run_records", "memory.jobs.beat_schedule", "memory.prompts"),
     ("memory.embeddings", "memory.vector_index", "memory.vectors", "memory.cache"),
-    ("memory.extraction", "memory.subjects"),
+    ("memory.extraction", "memory.subjects", "memory.learn"),
     ("memory.enqueue",),
     ("memory.selectors", "memory.recall"),
     ("memory.services", "memory.context"),
