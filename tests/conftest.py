@@ -35,6 +35,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "write_path_worker: the service profile runs this test's tasks on a real worker")
     config.addinivalue_line("markers", "service_only: needs the service profile (MariaDB/Redis)")
     config.addinivalue_line("markers", "browser: drives the console in Chromium")
+    config.addinivalue_line("markers", "embedded_only: pure computation that no database or broker changes (the "
+                                       "learned models' training): run once, by make test-embedded")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -42,6 +44,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "service_only" in item.keywords and not SERVICE_PROFILE:
             item.add_marker(skip)
+        if "embedded_only" in item.keywords and SERVICE_PROFILE:
+            item.add_marker(pytest.mark.skip(reason="embedded profile only (run by make test-embedded)"))
         db = item.get_closest_marker("django_db")
         if SERVICE_PROFILE and db is not None and "worker" not in item.keywords \
                 and item.nodeid.split("::")[0].startswith(WRITE_PATH):

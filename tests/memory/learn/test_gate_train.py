@@ -5,12 +5,17 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from memory.learn.encode import encode_texts
 from memory.learn.gate import MODEL_PATH, Gate
 from memory.learn.gate_train import DATA_DIR
 
 ROOT = Path(__file__).resolve().parents[3]
+
+
+# Training needs no database: once, in the embedded profile (it takes minutes).
+pytestmark = pytest.mark.embedded_only
 
 
 def test_training_reproduces_the_committed_model(tmp_path):

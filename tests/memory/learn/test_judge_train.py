@@ -1,9 +1,13 @@
-"""`python -m memory.learn train judge` reproduces the committed model (D26): the same data and
+"""`python -m memory.learn train judge` reproduces the committed model (D25): the same data and
 encoder give the same trees, projection and bands, so the same decisions."""
 import numpy as np
+import pytest
 
 from memory.learn import judge_train
 from memory.learn.judge_model import MODEL_PATH, load_model
+
+# Training needs no database: once, in the embedded profile (it takes minutes).
+pytestmark = pytest.mark.embedded_only
 
 
 def test_train_reproduces_the_committed_model(tmp_path, capsys):
