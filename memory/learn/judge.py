@@ -1,5 +1,5 @@
 """The learned judge: what a new standing statement does to each active standing memory near it
-(DESIGN §5, D26): duplicate / supersede (replaces) / conflict (possible conflict: both kept, the
+(DESIGN §5, D25): duplicate / supersede (replaces) / conflict (possible conflict: both kept, the
 newer first, queued for an operator) / coexist.
 
 A model trained on labelled pairs (memory/learn/judge_train.py) gives the probabilities; rules stay

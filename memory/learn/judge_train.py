@@ -1,4 +1,4 @@
-"""Train and report the learned judge (D26):
+"""Train and report the learned judge (D25):
 
     python -m memory.learn train judge            # fit on evaluation/learn/judge-tune.jsonl → models/judge.npz
     python -m memory.learn train judge --cv 5     # cross-validation on the tuning half only, nothing written

@@ -1,4 +1,4 @@
-"""Features of one (older, newer) pair of statements for the learned judge (DESIGN §5, D26).
+"""Features of one (older, newer) pair of statements for the learned judge (DESIGN §5, D25).
 
 Every feature is computed here from the two texts and their kinds, identically when the judge is
 trained (`memory.learn.judge_train`) and when the write path asks it: no cosine or vector is taken

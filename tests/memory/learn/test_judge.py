@@ -1,4 +1,4 @@
-"""The learned judge (memory/learn/judge.py, D26): its guards, and what it decides on pairs none of
+"""The learned judge (memory/learn/judge.py, D25): its guards, and what it decides on pairs none of
 which is in its training data."""
 import numpy as np
 import pytest
