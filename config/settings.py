@@ -231,6 +231,11 @@ SEMANTIC_DEDUP_WINDOW = env.int("SEMANTIC_DEDUP_WINDOW", default=500)
 # Per-model similarity thresholds override, JSON: {"use-multilingual-v3": {"duplicate": 0.8, ...}}.
 MEMORY_THRESHOLDS = env.json("MEMORY_THRESHOLDS", default={})
 TASK_MEMORY_TTL_HOURS = env.int("TASK_MEMORY_TTL_HOURS", default=24)
+# The learned gate's uncertain band (memory/learn/gate.py, D25): a memory whose keep probability
+# (Memory.metadata["gate"]["p"]) lies in [LOW, HIGH) is one a reviewer (an LLM when configured) should
+# look at again. The gate itself keeps at the model's own threshold; the band only marks doubt.
+GATE_UNCERTAIN_LOW = env.float("GATE_UNCERTAIN_LOW", default=0.25)
+GATE_UNCERTAIN_HIGH = env.float("GATE_UNCERTAIN_HIGH", default=0.75)
 # Pending extraction (Message.extracted_at NULL, set in the message's own transaction) older than this is
 # queued again (extracted in place with eager tasks) by the sweep; 600 s while the default queue has a backlog.
 EXTRACTION_RESUME_AFTER_SECONDS = env.int("EXTRACTION_RESUME_AFTER_SECONDS", default=30)

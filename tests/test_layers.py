@@ -26,7 +26,7 @@ MEMORY_LAYERS = [
      "memory.context_evidence", "memory.query_shape", "memory.keyword_zh", "memory.onnx_encoder",
      "memory.maintenance_runs", "memory.beat", "memory.prompts", "memory.signal_confidence"),
     ("memory.embeddings", "memory.vector_index", "memory.vectors", "memory.cache"),
-    ("memory.extraction", "memory.subjects", "memory.keyword"),
+    ("memory.extraction", "memory.subjects", "memory.keyword", "memory.learn"),
     ("memory.enqueue", "memory.access"),
     ("memory.selectors", "memory.second_look"),
     ("memory.services", "memory.context"),

@@ -43,6 +43,7 @@ class Statement:
     explicit: bool = False
     new_value: str | None = None  # a subjectless correction ("是齐齐哈尔"): filled from what it corrects
     replaces_only: bool = False  # kept only as the new value of a standing memory on its subject (rules.py)
+    gate: dict | None = None  # the learned gate's keep probability and model (memory/learn/gate.py)
 
 
 def lexicon_for(text: str) -> Lexicon:
@@ -82,7 +83,7 @@ def resolve(st: Statement, existing: list[ExistingMemory]) -> Candidate:
         kind=st.kind, content=st.content, assertion=st.assertion, slot_key=st.slot_key, scope=st.scope,
         occurred_at=st.occurred_at, valid_from=st.valid_from, valid_to=st.valid_to,
         importance=importance_for(kind=st.kind, scope=st.scope, change=st.change, explicit=st.explicit),
-        change=st.change, replaces_only=st.replaces_only,
+        change=st.change, replaces_only=st.replaces_only, gate=st.gate,
     )
     # Task instructions never touch long-term memories, suggestions are not knowledge, and
     # events only ever accumulate.
