@@ -142,15 +142,16 @@ def merge_retractions(statements: list[Statement]) -> list[Statement]:
     out: list[Statement] = []
     for st in statements:
         prev = out[-1] if out else None
-        if (prev is not None and prev.change == "update" and _RETRACTION.search(prev.content) and prev.kind == st.kind
-                and st.kind in ("fact", "preference") and not st.old_values and st.scope == prev.scope == "user"):
+        # The retraction alone may read as either standing kind; the replacement's kind is the pair's.
+        if (prev is not None and prev.change == "update" and _RETRACTION.search(prev.content)
+                and {prev.kind, st.kind} <= {"fact", "preference"} and not st.old_values and st.scope == prev.scope == "user"):
             # One change of one subject: the retraction names the subject (its slot), the
             # replacement the value; the pair is stored as one statement under the old subject.
             st.content = f"{prev.content}; {st.content}"
             st.old_values = list(prev.old_values)
             # The key is the retraction's, the value the replacement's: the old value must not
             # make the change look like a repetition of what is stored.
-            st.slot_key = prev.slot_key or st.slot_key
+            st.slot_key = (prev.slot.key(st.kind) if prev.slot else prev.slot_key) or st.slot_key
             st.change = st.change or "update"
             out[-1] = st
             continue

@@ -24,6 +24,7 @@ from memory.extraction.candidates import (
     resolve,
 )
 from memory.extraction.lexicon import Lexicon
+from memory.extraction.standing import onset
 from memory.extraction.text import strip_end
 from memory.extraction.timeexpr import TimeRef, find_times, recurring, rewrite_times
 from memory.learn.gate import GateReading, get_gate
@@ -127,32 +128,33 @@ class RuleExtractor(Extractor):
         s, explicit = self._strip_leads(strip_end(sentence), lex)
         if not s or len(s) > MAX_SENTENCE_CHARS:
             return []
-        if reading.label == "task":
-            if lex.long_term.search(s):
-                # "这次先按A，以后都按B": two instructions with different lifetimes, one per clause.
-                clauses = [c for c in re.split(r"[，,]", s) if c.strip()]
-                if len(clauses) > 1:
-                    return [self._task(c, lex, at, explicit) if closed_class(c) == "task"
-                            else self._statement("preference", c, lex, at, find_times(c, at, lex.lang), None, [], explicit)
-                            for c in clauses]
+        clauses = [c for c in re.split(r"[，,]", s) if c.strip()]
+        if lex.long_term.search(s) and len(clauses) > 1 and any(closed_class(c) == "task" for c in clauses):
+            # "这次先按A，以后都按B": two instructions with different lifetimes, one per clause.
+            return [self._task(c, lex, at, explicit) if closed_class(c) == "task"
+                    else self._statement("preference", c, lex, at, find_times(c, at, lex.lang), None, [], explicit)
+                    for c in clauses]
+        if reading.label == "task" and (reading.closed or not lex.long_term.search(s)):
             return [self._task(s, lex, at, explicit)]
 
         change, s, old_values, decided = self._change(s, lex, explicit)
         if decided is not None:
             return decided
         times = find_times(s, at, lex.lang)
-        future = [t for t in times if t.tense == "future"]
+        future = [t for t in times if t.tense == "future" and not recurring(s, t)]
         past = [t for t in times if t.tense != "future"]
-        if reading.label == "preference":
+        kind = self._kind(s, lex, reading.label, change, times)
+        if kind == "preference":
             if change == "migration":
                 change = "update"  # a changed preference replaces the old one; nothing moved
             return [self._statement("preference", s, lex, at, times, change, old_values, explicit)]
-        if reading.label == "event" and change != "correction":
-            if future and not past and not reported and not lex.first_person.search(s):
-                # "下周二上午给2号收割机做保养": an arrangement of the task at hand, not a memory of the user.
-                # Not in a transcript line: "Jon: The opening night is tomorrow" tells another person
-                # about Jon's life; as a task it would leave every other conversation's recall.
-                return [self._task(s, lex, at, explicit)]
+        if future and not past and change != "correction" and not reported and not onset(s, lex.lang) \
+                and not lex.first_person.search(s):
+            # "下周二上午给2号收割机做保养": an arrangement of the task at hand, not a memory of the user.
+            # Not in a transcript line: "Jon: The opening night is tomorrow" tells another person
+            # about Jon's life; as a task it would leave every other conversation's recall.
+            return [self._task(s, lex, at, explicit)]
+        if kind == "event":
             if future and not past:
                 return [self._event(s, lex, at, future[0], explicit, planned=True)]
             when = next((t for t in past if t.grain in _PRECISE_GRAINS), past[0] if past else None)
@@ -167,6 +169,26 @@ class RuleExtractor(Extractor):
             if now_fact:
                 return now_fact
         return [self._statement("fact", s, lex, at, times, change, old_values, explicit)]
+
+    @staticmethod
+    def _kind(s: str, lex: Lexicon, label: str, change: str | None, times: list[TimeRef]) -> str:
+        """The gate's kind, with two readings it cannot outvote: an explicit standing cue ("以后",
+        "默认", "from now on", "是我的主力") makes a preference (the model's task-only included: a
+        one-time instruction is a closed class, decided before the model), and a dated occurrence that announces no
+        change ("我们2月20日签了合同", "we installed a pump today") an event: a change told with a
+        date stays the fact it changes (the labelled data files those as facts), and only recurring days make a
+        routine, not an event."""
+        if lex.long_term.search(s) or lex.habit.search(s):
+            return "preference"
+        dated = [t for t in times if t.tense != "future" and not recurring(s, t)
+                 and (t.grain in _PRECISE_GRAINS or t.tense == "past")]
+        if label == "fact" and dated and change is None:
+            return "event"
+        if label == "event" and times and all(recurring(s, t) for t in times):
+            # "Please send my summary on Friday afternoons": a day that recurs is a routine, not an
+            # occurrence; asked of the assistant, it is how the user wants things done.
+            return "preference" if lex.is_request(s) else "fact"
+        return label
 
     @staticmethod
     def _change(s: str, lex: Lexicon, explicit: bool) -> tuple[str | None, str, list[str], list[Statement] | None]:
