@@ -176,17 +176,18 @@ class RuleExtractor(Extractor):
         "默认", "from now on", "是我的主力") makes a preference (the model's task-only included: a
         one-time instruction is a closed class, decided before the model), and a dated occurrence that announces no
         change ("我们2月20日签了合同", "we installed a pump today") an event: a change told with a
-        date stays the fact it changes (the labelled data files those as facts), and only recurring days make a
-        routine, not an event."""
+        date stays the fact it changes (the labelled data files those as facts); a request to the assistant
+        or a routine on recurring days is no event."""
         if lex.long_term.search(s) or lex.habit.search(s):
             return "preference"
         dated = [t for t in times if t.tense != "future" and not recurring(s, t)
                  and (t.grain in _PRECISE_GRAINS or t.tense == "past")]
         if label == "fact" and dated and change is None:
             return "event"
-        if label == "event" and times and all(recurring(s, t) for t in times):
-            # "Please send my summary on Friday afternoons": a day that recurs is a routine, not an
-            # occurrence; asked of the assistant, it is how the user wants things done.
+        if label == "event" and (lex.is_request(s) or (times and all(recurring(s, t) for t in times))):
+            # "Please send my summary on Friday afternoons": what is asked of the assistant has not
+            # happened, and a day that recurs is a routine: neither is an occurrence. Asked of the
+            # assistant, it is how the user wants things done.
             return "preference" if lex.is_request(s) else "fact"
         return label
 
