@@ -139,7 +139,7 @@ def messages_extract(*, message_ids: list[int], reextract: bool = False) -> dict
     todo = [m for m in messages if m.role in EXTRACTABLE_ROLES and not m.redacted and m.content.strip()
             and (reextract or not m.extracted_at)]
     if len(todo) > 1:
-        # Several messages (a /messages/batch, a sweep, a re-extraction): one encoder call per model
+        # Several messages (a /messages/batch, a sweep, a re-extraction): two encoder calls per model
         # and bulk writes, same decisions (memory/services/extraction_batch.py).
         return _messages_extract_batch(messages, todo, reextract=reextract)
     totals: dict[str, int] = {}
