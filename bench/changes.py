@@ -48,7 +48,7 @@ def load(split: str) -> list[dict]:
 def judge_pairs(rows: list[dict], crowd: bool = False) -> list[tuple[str, int]]:
     from datetime import datetime, timezone
 
-    from conversations.textutil import cjk_ratio
+    from common.text import is_cjk
     from memory.extraction.base import ExtractionInput
     from memory.extraction.rules import RuleExtractor
     from memory.subjects.judge import Existing, judge
@@ -76,7 +76,7 @@ def judge_pairs(rows: list[dict], crowd: bool = False) -> list[tuple[str, int]]:
         out = []
         for i in indices:
             o = olders[i][0]
-            cjk = cjk_ratio(o.content) >= 0.3 or cjk_ratio(newer_text) >= 0.3
+            cjk = is_cjk(o.content) or is_cjk(newer_text)
             full = float(similarity(embedder, vector(newer_text), vector(o.content), cjk=cjk)[0])
             out.append(Existing(id=i, content=o.content, kind=o.kind, slot_key=o.slot_key, full=full))
         return out

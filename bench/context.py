@@ -13,7 +13,7 @@ each, against its own floor (``--evidence 0`` skips it).
 Honest by construction: the warm-up, every measured run and the evidence case each use their own
 queries (no query is measured twice or measured after a warm-up with it), and the call and its
 floor share no cache (bench/context_isolation.py: each starts from the warm-up's steady state).
-Calls and floors run in the state the served process runs in (memory/warmup.py's start-up and
+Calls and floors run in the state the served process runs in (memory/jobs/startup_warmup.py's start-up and
 garbage-collector freeze, config/wsgi.py's GIL switch interval).
 ``--runs`` (3) measured runs, each with its load average: the goal is judged on the median run,
 with the spread printed.
@@ -65,7 +65,7 @@ def main(argv=None) -> int:
     from conversations.window import select_window
     from memory.context import ContextRequest, assemble_context
     from memory.models import Memory
-    from memory.selectors.recall_pipeline import RecallQuery, recall
+    from memory.recall import RecallQuery, recall
     from memory.services.memories import MemoryInput, memory_write
     from memory.vectors import active_embedder
     from tenancy.services import org_get_or_create
@@ -148,9 +148,9 @@ def main(argv=None) -> int:
                                                budget=c["budget"], system=system, tools=tools, evidence=list(evidence)))
 
     from bench.context_isolation import CacheIsolation
-    from memory.warmup import settle, warm_up
+    from memory.jobs.startup_warmup import settle, warm_up
 
-    # Calls run as the served process runs them (memory/warmup.py, config/wsgi.py): start-up loads and
+    # Calls run as the served process runs them (memory/jobs/startup_warmup.py, config/wsgi.py): start-up loads and
     # the garbage collector's freeze, and the GIL switch interval, so the request thread is not held
     # for the default 5 ms by an encoder thread. The floor is measured under the same conditions.
     warm_up()

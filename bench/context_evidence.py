@@ -43,8 +43,8 @@ def measure(*, bench, calls: list[dict], context_call, messages, conversation, o
 
     from conversations.tokens import get_encoding
     from conversations.window import select_window
-    from memory.context_evidence import Evidence
-    from memory.selectors.recall_pipeline import RecallQuery, recall
+    from memory.context.evidence import Evidence
+    from memory.recall import RecallQuery, recall
 
     rng = random.Random(seed)
     encoding = get_encoding()

@@ -247,7 +247,7 @@ def main(argv=None) -> int:
     # ---------------------------------------------------------------- recall along relations
     from django.test.utils import override_settings
 
-    from memory.selectors import RecallQuery, recall
+    from memory.recall import RecallQuery, recall
 
     bench.log(f"writing {args.memories} memories, a third linked to work orders, a sixth to assets")
     focus_assets = [a for a in assets if a[0] in with_orders][:200] or assets[:200]

@@ -67,7 +67,7 @@ def load_cases() -> list[Case]:
 
 def featurise(cases: list[Case], embedder, limits) -> None:
     """Cosines as written, and whether the write path's judge leaves each pair a possible conflict."""
-    from conversations.textutil import cjk_ratio
+    from common.text import is_cjk
     from memory.subjects import Existing, judge
     from memory.vectors import similarity
 
@@ -76,7 +76,7 @@ def featurise(cases: list[Case], embedder, limits) -> None:
     for c in cases:
         c.cosines, c.conflicts = [], []
         for text, kind in c.newers:
-            cjk = cjk_ratio(text) >= 0.3 or cjk_ratio(c.older[0]) >= 0.3
+            cjk = is_cjk(text) or is_cjk(c.older[0])
             cosine = float(similarity(embedder, vectors[text], vectors[c.older[0]], cjk=cjk)[0])
             c.cosines.append(cosine)
             if kind in ("fact", "preference"):

@@ -66,7 +66,7 @@ def load(split: str, domains: str | None = None) -> list[dict]:
 
 
 def featurise(rows: list[dict], embedder):
-    from conversations.textutil import cjk_ratio
+    from common.text import is_cjk
     from memory.subjects.judge import masked_similarity
     from memory.subjects.match import pair_features
     from memory.subjects.parts import parse
@@ -77,7 +77,7 @@ def featurise(rows: list[dict], embedder):
     out = []
     for r in rows:
         a, b = r["older"]["content"], r["newer"]["content"]
-        cjk = cjk_ratio(a) >= 0.3 or cjk_ratio(b) >= 0.3
+        cjk = is_cjk(a) or is_cjk(b)
         full = float(similarity(embedder, vectors[b], vectors[a], cjk=cjk)[0])
         pa, pb = parse(a), parse(b)
         masked = masked_similarity(embedder, pb.masked, [pa.masked])[0]

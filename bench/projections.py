@@ -181,8 +181,9 @@ def _bulk_load(org, n: int, users: int, rng: np.random.Generator, *,
 
 
 def bench_rebuild(org, n: int, users: int, rng: np.random.Generator, *, encode: bool) -> tuple[dict, np.ndarray]:
-    from memory.maintenance import projections_rebuild, projections_reconcile
     from memory.models import Memory, VectorCollection
+    from memory.projections.rebuild import projections_rebuild
+    from memory.projections.reconcile import projections_reconcile
     from memory.vector_index import VectorPoint, get_vector_index
     from memory.vectors import active_collection
 

@@ -386,21 +386,21 @@ def _measure(args, bench, meta, served) -> int:
 
     from bench.serve import Client, Server
     from bench.synth import TextGen
-    from config import server_timing
+    from common import server_timing
     from memory.embeddings import CompositeEmbedder
     from memory.models import PAYLOAD_VERSION, VectorCollection
-    from memory.query_shape import shape
-    from memory.selectors.recall_candidates import is_cjk as _is_cjk
-    from memory.selectors.recall_pipeline import RecallQuery, recall
+    from memory.recall import RecallQuery, recall
+    from memory.recall.query import shape
+    from memory.recall.query_vectors import is_cjk as _is_cjk
     from memory.services.memories import MemoryInput, memory_write
     from memory.vector_index import get_vector_index
     from memory.vectors import active_embedder, user_filters
     from tenancy.models import Org
 
     org = Org.objects.get(slug="bench")
-    from memory.warmup import settle, warm_up
+    from memory.jobs.startup_warmup import settle, warm_up
 
-    # As the served process starts (memory/warmup.py): models, planner statistics, the snapshots of the
+    # As the served process starts (memory/jobs/startup_warmup.py): models, planner statistics, the snapshots of the
     # most recently active users (as many as RECALL_CORPUS["users"]), the garbage collector's freeze.
     warm_up()
     if not args.no_service:  # the snapshots are for recall() in this process; the floor reads none

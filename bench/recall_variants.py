@@ -14,7 +14,7 @@ Probes that expect labels count too: label recall@k (at k=5 the evaluator's expe
 for a probe that expects labels only), in a category named after the case id without its number.
 The variant named `dense` ranks the same memories by raw cosine (`memory_eval --baseline dense`).
 
-Differences from `memory_eval`, on purpose: recall is called directly (`selectors.recall`, the
+Differences from `memory_eval`, on purpose: recall is called directly (`memory.recall.recall`, the
 same query, k, reference time and conversation as the evaluator's probe), no context call, and
 access statistics are frozen (the frequency prior would otherwise drift between variants). A
 probe's category is the part of its label after the first "-" (`q0-temporal`).
@@ -117,7 +117,7 @@ def _score(cases, run_id, ks, misses: bool = False, labels_of: dict | None = Non
 
     from evaluation.dense import dense_recall
     from evaluation.runner import CaseRunner
-    from memory import selectors
+    from memory.recall import RecallQuery, recall
     from tenancy.services import org_get_or_create
 
     rows, timings = [], []
@@ -142,7 +142,7 @@ def _score(cases, run_id, ks, misses: bool = False, labels_of: dict | None = Non
                 rows.append({"case": case["id"], "category": step["label"].split("-", 1)[-1],
                              **{f"R@{k}": _recall_at(gold, refs, k) for k in ks}})
                 continue
-            result = selectors.recall(selectors.RecallQuery(
+            result = recall(RecallQuery(
                 org=org, user_id=user, query=step["query"], k=max(ks), at=datetime.fromisoformat(step["at"]),
                 conversation_id=conversation_id, explain=misses))
             timings.append(result.timings_ms.get("total", 0.0))
@@ -171,7 +171,7 @@ def main(argv=None) -> int:
     bench = common.setup(NAME, args)
     from django.test import override_settings
 
-    import memory.access
+    import memory.recall.access_stats
     from evaluation.runner import load_cases, new_run_id
 
     ks = tuple(int(k) for k in args.ks.split(","))
@@ -187,7 +187,7 @@ def main(argv=None) -> int:
         labels_of = _ingest(bench, cases, run_id)
         marker.write_text(json.dumps({"file": args.file, "cases": [c["id"] for c in cases], "run_id": run_id,
                                       "labels": labels_of}))
-    memory.access.record_access = lambda ids: None  # frozen: the frequency prior must not drift between variants
+    memory.recall.access_stats.record_access = lambda ids: None  # frozen: the frequency prior must not drift between variants
     report = {}
     for name, overrides in _variants(args.variant):
         t0 = time.perf_counter()

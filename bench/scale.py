@@ -43,7 +43,7 @@ def main(argv=None) -> int:
 
     from bench.synth import BulkLoader, TextGen, user_ids
     from memory.models import VectorCollection
-    from memory.selectors.recall_pipeline import RecallQuery, recall
+    from memory.recall import RecallQuery, recall
     from memory.vector_index import get_vector_index
     from memory.vectors import user_filters
     from tenancy.services import org_get_or_create

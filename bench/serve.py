@@ -75,7 +75,7 @@ class Server:
     def _settled(client: "Client") -> bool:
         """Measure the steady state a long-running process is in: the port answers at once, but the
         models load and the recall snapshots of the recently active users are built on a background
-        thread (memory/warmup.py) that would otherwise share the cores with the first measured calls."""
+        thread (memory/jobs/startup_warmup.py) that would otherwise share the cores with the first measured calls."""
         status, body = client.request("GET", "/readyz")
         try:
             warmup = json.loads(body)["checks"]["warmup"]

@@ -1,5 +1,5 @@
 """What a user outside the recall snapshot cache costs on the request path: the cold build of a
-recall snapshot (memory/selectors/corpus.py, decisions D14) on a `bench.recall` store, as the web
+recall snapshot (memory/recall/snapshot.py, decisions D14) on a `bench.recall` store, as the web
 process builds it off the request path (every row) and as a recall that finds none builds it (ids
 and terms, then the rows of the candidates it looks at, here the 80 newest memories: about what two
 back-check rounds read): now (on SQLite, each list read as one concatenated row) and as it was
@@ -67,8 +67,8 @@ _QUERIES = {"zh": "我上周在杭州买的那台咖啡机是什么牌子", "en"
 
 
 def _measure(users: list[tuple[int, str]], candidates: int) -> dict[str, list[float]]:
-    from memory.selectors import corpus
-    from memory.selectors.query_vectors import start_query_vectors
+    from memory.recall import snapshot_build
+    from memory.recall.query_vectors import start_query_vectors
     from memory.vectors import active_embedder
 
     embedder = active_embedder()
@@ -76,7 +76,7 @@ def _measure(users: list[tuple[int, str]], candidates: int) -> dict[str, list[fl
 
     def every_row(org_id, user_id):
         t0 = time.perf_counter()
-        corpus.build(org_id, user_id, 0)
+        snapshot_build.build(org_id, user_id, 0)
         return {"every_row": time.perf_counter() - t0}
 
     def lazy(org_id, user_id, build, name):
@@ -88,10 +88,10 @@ def _measure(users: list[tuple[int, str]], candidates: int) -> dict[str, list[fl
         return {f"{name}_ids_and_terms": t1 - t0, f"{name}_candidate_rows": t2 - t1, f"{name}_total": t2 - t0}
 
     def row_by_row(org_id, user_id):  # how a recall built it before the concatenated reads (SQLite)
-        return lazy(org_id, user_id, lambda o, u: corpus._build_row_by_row(o, u, 0, rows=False), "row_by_row")
+        return lazy(org_id, user_id, lambda o, u: snapshot_build._build_row_by_row(o, u, 0, rows=False), "row_by_row")
 
     def as_recall(org_id, user_id):  # how a recall builds it now
-        return lazy(org_id, user_id, lambda o, u: corpus.build(o, u, 0, rows=False), "as_recall")
+        return lazy(org_id, user_id, lambda o, u: snapshot_build.build(o, u, 0, rows=False), "as_recall")
 
     def beside(way, lang):
         def measured(org_id, user_id):

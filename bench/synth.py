@@ -255,7 +255,7 @@ class BulkLoader:
         import numpy as np
         from django.db import transaction
 
-        from conversations.textutil import content_hash
+        from common.text import content_hash
         from memory.models import Memory, MemoryEmbedding, MemorySource, MemoryVersion
         from memory.projections import memory_payload
         from memory.projections.terms import terms_sync

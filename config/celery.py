@@ -13,7 +13,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 try:
     from kombu.transport import redis as _kombu_redis
 
-    from config.redis_guard import GuardedConnection
+    from common.redis_guard import GuardedConnection
 
     _kombu_redis.Channel.connection_class = GuardedConnection
 except ImportError:  # redis-py not installed: no Redis broker either

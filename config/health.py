@@ -110,7 +110,7 @@ def check_queues():
 
 
 def check_warmup() -> dict:
-    from memory.warmup import warmup_status
+    from memory.jobs.startup_warmup import warmup_status
 
     state = warmup_status()
     if state["status"] in ("loading", "failed"):
@@ -126,7 +126,7 @@ def check_extraction():
 
 
 def check_maintenance():
-    from memory.scheduler import maintenance_status
+    from memory.jobs.scheduler_thread import maintenance_status
 
     return maintenance_status()
 
@@ -165,7 +165,7 @@ def collect_bounded(futures: dict[str, Future], deadline: float, timeout: float)
 
 
 def readyz(request):
-    from memory.warmup import warmup_status
+    from memory.jobs.startup_warmup import warmup_status
 
     timeout = float(settings.READYZ_TIMEOUT_SECONDS)
     deadline = time.monotonic() + timeout

@@ -32,6 +32,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI / Redoc served from our static files: /api/docs/ works offline
     "django_celery_beat",
+    "common",  # what every app shares (text, plain reads, the Redis guard, ...): no models
     "tenancy",
     "entities",
     "conversations",
@@ -56,7 +57,7 @@ MIDDLEWARE = [
 # middleware; not in the stack at all when off.
 SERVER_TIMING = env.bool("SERVER_TIMING", default=False)
 if SERVER_TIMING:
-    MIDDLEWARE.insert(0, "config.server_timing.ServerTimingMiddleware")
+    MIDDLEWARE.insert(0, "common.server_timing.ServerTimingMiddleware")
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
@@ -119,7 +120,7 @@ REDIS_SOCKET_TIMEOUT = env.float("REDIS_SOCKET_TIMEOUT", default=0.5)
 REDIS_BREAKER_SECONDS = env.float("REDIS_BREAKER_SECONDS", default=5.0)
 REDIS_URL = env.str("REDIS_URL", default="")
 if REDIS_URL:
-    from config.redis_guard import GuardedConnection
+    from common.redis_guard import GuardedConnection
 
     CACHES = {
         "default": {
@@ -231,15 +232,10 @@ SEMANTIC_DEDUP_WINDOW = env.int("SEMANTIC_DEDUP_WINDOW", default=500)
 # Per-model similarity thresholds override, JSON: {"use-multilingual-v3": {"duplicate": 0.8, ...}}.
 MEMORY_THRESHOLDS = env.json("MEMORY_THRESHOLDS", default={})
 TASK_MEMORY_TTL_HOURS = env.int("TASK_MEMORY_TTL_HOURS", default=24)
-# The learned gate's uncertain band (memory/learn/gate.py, D25): a memory whose keep probability
-# (Memory.metadata["gate"]["p"]) lies in [LOW, HIGH) is one a reviewer (an LLM when configured) should
-# look at again. The gate itself keeps at the model's own threshold; the band only marks doubt.
-GATE_UNCERTAIN_LOW = env.float("GATE_UNCERTAIN_LOW", default=0.25)
-GATE_UNCERTAIN_HIGH = env.float("GATE_UNCERTAIN_HIGH", default=0.75)
 # Pending extraction (Message.extracted_at NULL, set in the message's own transaction) older than this is
 # queued again (extracted in place with eager tasks) by the sweep; 600 s while the default queue has a backlog.
 EXTRACTION_RESUME_AFTER_SECONDS = env.int("EXTRACTION_RESUME_AFTER_SECONDS", default=30)
-# In-process maintenance scheduler (memory/scheduler.py), started by config/wsgi.py in one web process:
+# In-process maintenance scheduler (memory/jobs/scheduler_thread.py), started by config/wsgi.py in one web process:
 # "all" runs every maintenance job (the embedded default: nothing else runs them), "sweep" only the
 # extraction sweep (with a broker: beat runs the rest, and recovery must not depend on beat), "off".
 MAINTENANCE_SCHEDULER = env.str("MAINTENANCE_SCHEDULER", default="all" if CELERY_TASK_ALWAYS_EAGER else "sweep")
@@ -262,6 +258,20 @@ LLM_TIMEOUT = env.float("LLM_TIMEOUT", default=20.0)
 # The rolling summary is made inside a context request: its LLM call gets a much shorter timeout
 # than extraction (which runs in a worker); on timeout the extractive summary answers.
 SUMMARY_LLM_TIMEOUT = env.float("SUMMARY_LLM_TIMEOUT", default=5.0)
+# The learned gate's uncertain band (Memory.metadata["gate"]["p"], the keep probability): memories
+# kept with p inside it are what the LLM reviewer re-reads when an LLM is configured (D28).
+GATE_UNCERTAIN_LOW = env.float("GATE_UNCERTAIN_LOW", default=0.35)
+GATE_UNCERTAIN_HIGH = env.float("GATE_UNCERTAIN_HIGH", default=0.65)
+# The LLM reviewer (memory/services/llm_review/, D28): with LLM_BASE_URL set, open possible conflicts and
+# memories in the gate's uncertain band go to the LLM in batches of one user's items, off the request path
+# (a maintenance job every LLM_REVIEW_EVERY_MINUTES). Whatever it cannot decide stays for the operator.
+LLM_REVIEW_ENABLED = env.bool("LLM_REVIEW_ENABLED", default=True)
+LLM_REVIEW_BATCH_SIZE = env.int("LLM_REVIEW_BATCH_SIZE", default=20)
+LLM_REVIEW_MAX_PER_RUN = env.int("LLM_REVIEW_MAX_PER_RUN", default=200)
+LLM_REVIEW_EVERY_MINUTES = env.int("LLM_REVIEW_EVERY_MINUTES", default=10)
+LLM_REVIEW_TIMEOUT = env.float("LLM_REVIEW_TIMEOUT", default=30.0)
+LLM_REVIEW_MAX_ATTEMPTS = env.int("LLM_REVIEW_MAX_ATTEMPTS", default=3)
+LLM_REVIEW_LOOKBACK_DAYS = env.int("LLM_REVIEW_LOOKBACK_DAYS", default=7)
 
 # --------------------------------------------------------------------------- entity access
 ENTITY_ACCESS_POLICY = env.str("ENTITY_ACCESS_POLICY", default="local")  # local | http
@@ -286,7 +296,7 @@ RECALL_WEIGHTS = env.json("RECALL_WEIGHTS", default={
     # With the composite embedder: the multilingual model's share of an English query's cosine.
     "multilingual_share_en": 0.2,
 })
-# Long queries (a dialogue or paragraph before the turn that needs a memory; memory/query_shape.py):
+# Long queries (a dialogue or paragraph before the turn that needs a memory; memory/recall/query.py):
 # from this many characters, the query vector mixes the whole with its last turn(s) and keyword
 # search reads the focus only, with its weight scaled per language. Chosen on
 # evaluation/data/longdialog-zh-tune.jsonl (docs/evaluation.md).
@@ -295,7 +305,7 @@ RECALL_FOCUS_MIN_CHARS = env.int("RECALL_FOCUS_MIN_CHARS", default=40)
 RECALL_LONG_QUERY = env.json("RECALL_LONG_QUERY", default={
     "focus_weight": 0.8, "keyword_scale_zh": 1.0, "keyword_scale_en": 1.0, "keyword_whole": False,
 })
-# Second look (memory/second_look.py): the top `seeds` hits re-score the candidates; every candidate
+# Second look (memory/recall/rerank.py): the top `seeds` hits re-score the candidates; every candidate
 # gains `weight` x its relevance to them. weight 0 turns it off (neighbours and speakers too).
 # Turn neighbours: memories of the turns within `neighbours` positions of the best `neighbour_pool`
 # candidates' turns are candidates too (one SQL statement); those next to the top `seeds` hits gain
@@ -311,9 +321,9 @@ RECALL_SECOND_LOOK = env.json("RECALL_SECOND_LOOK", default={
     "neighbours": 2, "neighbour_pool": 4, "neighbour_weight": 0.3, "speaker_weight": 0.2,
     "background_weight": 1.6, "background_min": 20,
 })
-# Each stage earns its weight per query (memory/signal_confidence.py, docs/architecture.md "Read
+# Each stage earns its weight per query (memory/recall/ranking.py, docs/architecture.md "Read
 # path"). `conversation_turns`: a query of this many non-empty lines or more is a
-# conversation (memory/query_shape.py; 0: only long queries are). `keyword_norm`: "mass" scales a
+# conversation (memory/recall/query.py; 0: only long queries are). `keyword_norm`: "mass" scales a
 # memory's keyword score by the share of the query's term weight (idf) it matches, so a long query's
 # common words weigh little; "top" scales by the best match (before issue 40); "top_or_mass" by the
 # larger of the two (a query whose terms one memory all holds scales as "top" did). `prior_scale`:
@@ -332,15 +342,15 @@ ACCESS_STATS_FLUSH_SECONDS = env.float("ACCESS_STATS_FLUSH_SECONDS", default=5.0
 # Short turns and memories: weak length normalisation and early term saturation (LoCoMo-tuned, docs/evaluation.md).
 KEYWORD_BM25_K1 = env.float("KEYWORD_BM25_K1", default=0.9)
 KEYWORD_BM25_B = env.float("KEYWORD_BM25_B", default=0.3)
-# Subtracted from an episode whose message's memories were all superseded (memory/selectors/episode_lineage.py).
+# Subtracted from an episode whose message's memories were all superseded (memory/recall/lineage.py).
 RECALL_STALE_EPISODE_PENALTY = env.float("RECALL_STALE_EPISODE_PENALTY", default=0.3)
-# Recall along relations (memory/selectors/entity_focus.py): a query that names a business entity brings
+# Recall along relations (memory/recall/entity_focus.py): a query that names a business entity brings
 # in memories linked to it and to its neighbours one hop away (at most this many, newest first); a direct
 # link adds RECALL_WEIGHTS["entity"], a link one hop away this share of it.
 RECALL_ENTITY_FOCUS = env.bool("RECALL_ENTITY_FOCUS", default=True)
 RECALL_ENTITY_CANDIDATES = env.int("RECALL_ENTITY_CANDIDATES", default=20)
 RECALL_ENTITY_HOP_SHARE = env.float("RECALL_ENTITY_HOP_SHARE", default=0.5)
-# Chinese character bigrams as extra keyword terms beside jieba words (memory/keyword_zh.py).
+# Chinese character bigrams as extra keyword terms beside jieba words (memory/recall/keyword.py).
 KEYWORD_ZH_BIGRAMS = env.bool("KEYWORD_ZH_BIGRAMS", default=False)
 RECALL_COLLAPSE_SAME_SOURCE = env.bool("RECALL_COLLAPSE_SAME_SOURCE", default=True)
 RECALL_NORMALIZE_SEMANTIC = env.bool("RECALL_NORMALIZE_SEMANTIC", default=True)
@@ -348,12 +358,12 @@ RECALL_RECENCY_HALF_LIFE_DAYS = env.float("RECALL_RECENCY_HALF_LIFE_DAYS", defau
 # Per retriever, at least 3k. 40 vs 60 at 100 memories per user: same top-5 hit rate (0.89), p95 -1.8 ms
 # (bench.recall --candidates, docs/performance-history.md); LoCoMo fetches k=25, so 75 there either way.
 RECALL_CANDIDATES = env.int("RECALL_CANDIDATES", default=40)
-# Per-user recall snapshots (memory/selectors/corpus.py; docs/configuration.md): users kept (LRU), wait for
+# Per-user recall snapshots (memory/recall/snapshot.py; docs/configuration.md): users kept (LRU), wait for
 # a rebuild under way, rebuild after a write here, build the most recently active users at start-up.
 RECALL_CORPUS = env.json("RECALL_CORPUS", default={"users": 256, "wait_seconds": 1.0, "refresh": True, "warm": True})
 PYTHON_SWITCH_INTERVAL_SECONDS = env.float("PYTHON_SWITCH_INTERVAL_SECONDS", default=0.001)  # config/wsgi.py
 RECALL_MIN_RELEVANCE = env.float("RECALL_MIN_RELEVANCE", default=0.05)
-# Current and history per query (memory/selectors/current_state.py, memory/subjects/current.py): among
+# Current and history per query (memory/recall/current_state.py, memory/subjects/current.py): among
 # the top `window` x k ranked items (at most `max_items`, never fewer than k), an older preference or fact
 # is presented as history when a newer item of the user's says a change (a change cue, or the old value
 # named as gone) and is about the same subject: subject score >= `subject` with a cosine as written >=
@@ -367,6 +377,10 @@ RECALL_HISTORY = env.json("RECALL_HISTORY", default={
 # "Forget what matches this query": a memory is in the preview when its cosine to the query reaches
 # this, or it shares the query's best keyword match.
 FORGET_PREVIEW_MIN_COSINE = env.float("FORGET_PREVIEW_MIN_COSINE", default=0.5)
+# Or, when nothing reaches that, the best match alone if its cosine reaches the first figure and leads every
+# other memory by the second (a paraphrase: "孩子在哪上学" for "我儿子在杭州学军小学读三年级", cosine 0.47).
+FORGET_PREVIEW_LEAD_COSINE = env.float("FORGET_PREVIEW_LEAD_COSINE", default=0.35)
+FORGET_PREVIEW_LEAD_MARGIN = env.float("FORGET_PREVIEW_LEAD_MARGIN", default=0.15)
 # An episode restates a forgotten memory when cosine + the share of the memory's character bigrams it repeats
 # reaches this (memory/services/forget_echoes.py; calibrated in docs/evaluation.md "Forget echoes").
 FORGET_ECHO_MIN_SCORE = env.float("FORGET_ECHO_MIN_SCORE", default=0.85)

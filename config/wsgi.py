@@ -18,7 +18,7 @@ sys.setswitchinterval(settings.PYTHON_SWITCH_INTERVAL_SECONDS)
 # /readyz 503 "warmup: loading" until they are loaded), instead of accepting connections and
 # answering nothing for the ~15 s the loading takes.
 if os.environ.get("MEMORY_WARMUP", "1") != "0":
-    from memory.warmup import start_warm_up
+    from memory.jobs.startup_warmup import start_warm_up
 
     start_warm_up()
 
@@ -33,9 +33,9 @@ if start_if_enabled():
 
     start_watchdog()
 
-# Maintenance in this process (memory/scheduler.py): every job on the embedded default, the
+# Maintenance in this process (memory/jobs/scheduler_thread.py): every job on the embedded default, the
 # extraction sweep with a broker. One process per node (a file lock) runs it.
-from memory.scheduler import start_scheduler  # noqa: E402
+from memory.jobs.scheduler_thread import start_scheduler  # noqa: E402
 
 start_scheduler()
 

@@ -17,7 +17,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from memory.choices import MemoryStatus
+from memory.choices import ConflictStatus, MemoryStatus
 from memory.models import MemoryConflict, MemorySource
 from memory.selectors import conflict_list
 from memory.services.conflicts import ConflictStateError, conflict_resolve
@@ -25,9 +25,11 @@ from tenancy.models import Org
 
 logger = logging.getLogger(__name__)
 
+LLM_REVIEW_KEY = "llm_review"  # MemoryConflict.signals[...] written by memory/services/llm_review
+
 PAGE_SIZE = 20
 RESOLVE_PERMISSION = "memory.resolve_memoryconflict"
-STATUSES = [s for s, _ in MemoryConflict.STATUSES]
+STATUSES = ConflictStatus.values
 
 
 def _queue(org: Org | None, status: str, user_id: str):
@@ -35,7 +37,7 @@ def _queue(org: Org | None, status: str, user_id: str):
         qs = conflict_list(org=org, user_id=user_id or None, status=status)
     else:  # every org: the same rule as conflict_list (an open pair has both memories still active)
         qs = MemoryConflict.objects.filter(status=status).select_related("older", "newer")
-        if status == "open":
+        if status == ConflictStatus.OPEN:
             qs = qs.filter(older__status=MemoryStatus.ACTIVE, newer__status=MemoryStatus.ACTIVE)
         if user_id:
             qs = qs.filter(user_id=user_id)
@@ -46,7 +48,7 @@ def conflict_queue(request):
     if not request.user.has_perm("memory.view_memoryconflict"):
         raise PermissionDenied
     org = Org.objects.filter(id=request.GET["org"]).first() if request.GET.get("org", "").isdigit() else None
-    status = request.GET.get("status") if request.GET.get("status") in STATUSES else "open"
+    status = request.GET.get("status") if request.GET.get("status") in STATUSES else ConflictStatus.OPEN
     user_id = request.GET.get("user_id", "").strip()[:128]
     page = Paginator(_queue(org, status, user_id), PAGE_SIZE).get_page(request.GET.get("page"))
     conflicts = list(page.object_list)
@@ -54,7 +56,10 @@ def conflict_queue(request):
     sources = defaultdict(list)
     for source in MemorySource.objects.filter(memory_id__in=memory_ids).select_related("message").order_by("id"):
         sources[source.memory_id].append(source)
-    pairs = [{"conflict": c, "sides": [("older", c.older, sources[c.older_id]), ("newer", c.newer, sources[c.newer_id])]}
+    pairs = [{"conflict": c, "sides": [("older", c.older, sources[c.older_id]), ("newer", c.newer, sources[c.newer_id])],
+              # The LLM reviewer's verdict (D28) is shown on its own line, not among the score parts.
+              "review": (c.signals or {}).get(LLM_REVIEW_KEY),
+              "signals": {k: v for k, v in (c.signals or {}).items() if k != LLM_REVIEW_KEY}}
              for c in conflicts]
     context = {**admin.site.each_context(request), "title": "Conflicts", "pairs": pairs, "page": page,
                "orgs": Org.objects.order_by("slug"), "org_filter": org, "status": status, "statuses": STATUSES,

@@ -19,9 +19,8 @@ from config import health
 from console.charts import line_chart, status_strip
 from console.metrics_history import BUCKETS, metrics_sample
 from console.models import MetricSample
-from memory.choices import MemoryStatus
-from memory.models import MemoryConflict
 from memory.selectors import backlog_counts as backlog
+from memory.selectors.memories import conflicts_open_count
 
 logger = logging.getLogger(__name__)
 
@@ -124,8 +123,7 @@ def _current() -> dict:
         b = backlog()
         figures = {"projection_lag": b["lagging"], "extraction_backlog": b["unextracted"],
                    "forget_pending": b["forget_pending"],
-                   "conflicts_open": MemoryConflict.objects.filter(status="open", older__status=MemoryStatus.ACTIVE,
-                                                                   newer__status=MemoryStatus.ACTIVE).count()}
+                   "conflicts_open": conflicts_open_count()}
     return {"checks": checks, "figures": figures}
 
 

@@ -12,6 +12,7 @@ from django.utils.safestring import mark_safe
 
 from console.memory_detail import forget_requests_matching
 from console.memory_list import snippet
+from memory.choices import ForgetRequestStatus
 from memory.models import ForgetRequest
 from memory.services.forget import forget_request_create, forget_request_decide
 from tenancy.admin import IdInputFilter, TextInputFilter
@@ -57,7 +58,7 @@ def _decide(request, ids, *, approve: bool) -> tuple[int, int]:
         # The row lock serialises two operators deciding the same request; execution is queued on commit.
         with transaction.atomic():
             forget_request = ForgetRequest.objects.select_for_update().select_related("org").get(id=request_id)
-            if forget_request.status != "pending":
+            if forget_request.status != ForgetRequestStatus.PENDING:
                 skipped += 1
                 continue
             forget_request_decide(request=forget_request, approve=approve, operator=operator_name(request))
@@ -87,7 +88,7 @@ class ForgetRequestAdmin(admin.ModelAdmin):
     def echoes(self, obj):
         """Episodes that restate the matched memories (the user's turn, the assistant's acknowledgement, the
         same fact said elsewhere): the operator approves their removal together with the matches."""
-        if obj.status in ("executed", "rejected") or obj.target == "user":
+        if obj.status in (ForgetRequestStatus.EXECUTED, ForgetRequestStatus.REJECTED) or obj.target == "user":
             return (obj.result or {}).get("echoes_forgotten", "—")
         from memory.services.forget_echoes import forget_echoes
 

@@ -12,6 +12,7 @@ from django.db.models.functions import Cast
 
 from memory.choices import MemoryStatus
 from memory.models import ForgetRequest, ForgetRule, Memory, MemoryConflict, MemorySource, MemoryVersion
+from memory.selectors.supersede_chain import supersede_chain as memory_supersede_chain
 from tenancy.models import AuditEvent
 
 CHAIN_LIMIT = 100  # supersede chains longer than this are cut (and flagged) rather than walked forever
@@ -65,39 +66,10 @@ def version_diff(old: str, new: str) -> list[tuple[str, str]]:
 
 
 def supersede_chain(memory: Memory) -> dict:
-    """What this memory replaced (transitively, walking `supersedes`) and what replaced it (following
-    `superseded_by`). Rows written by a buggy migration could form a cycle: a visited set stops the walk."""
-    seen = {memory.id}
-    older: list[Memory] = []
-    frontier = [memory.id]
-    cut = False
-    while frontier:
-        rows = list(Memory.objects.filter(superseded_by_id__in=frontier).exclude(id__in=seen).order_by("created_at", "id"))
-        if len(seen) + len(rows) > CHAIN_LIMIT:
-            rows, cut = rows[: max(0, CHAIN_LIMIT - len(seen))], True
-        older.extend(rows)
-        seen.update(r.id for r in rows)
-        frontier = [r.id for r in rows]
-        if cut:
-            break
-    newer: list[Memory] = []
-    cycle = False
-    next_id = memory.superseded_by_id
-    while next_id is not None:
-        if next_id in seen:
-            cycle = True
-            break
-        if len(seen) >= CHAIN_LIMIT:
-            cut = True
-            break
-        row = Memory.objects.filter(id=next_id).first()
-        if row is None:
-            break
-        newer.append(row)
-        seen.add(row.id)
-        next_id = row.superseded_by_id
-    older.sort(key=lambda m: (m.created_at, m.id))
-    return {"older": older, "newer": newer, "cycle": cycle, "cut": cut}
+    """What this memory replaced and what replaced it, for the provenance page (older in creation order)."""
+    chain = memory_supersede_chain(memory=memory, limit=CHAIN_LIMIT)
+    older = sorted(chain.older, key=lambda m: (m.created_at, m.id))
+    return {"older": older, "newer": chain.newer, "cycle": chain.cycle, "cut": chain.cut}
 
 
 def _end_events(memory: Memory) -> list[AuditEvent]:

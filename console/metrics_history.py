@@ -1,7 +1,7 @@
 """The small time series behind the dashboard's charts: samples of the data behind /metrics
 (config/metrics.py), stored as console.MetricSample rows.
 
-`metrics_sample()` is the one entry point. It is called by the beat job (memory/beat.py,
+`metrics_sample()` is the one entry point. It is called by the beat job (memory/jobs/beat_schedule.py,
 `console.tasks.metrics_sample_task`), by the web process's sampler thread (config/wsgi.py), by
 any embedded scheduler, and by the dashboard on request. It takes at most one sample per process per
 METRICS_SAMPLE_SECONDS (later calls return None), so several callers never double the data.
@@ -21,8 +21,8 @@ from django.utils import timezone
 
 from config.metrics import LATENCY, REQUESTS
 from console.models import MetricSample
-from memory.choices import MemoryStatus
 from memory.selectors import backlog_counts as backlog
+from memory.selectors.memories import conflicts_open_count
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +89,6 @@ def _check(name: str, fn) -> int:
 
 def _gauges() -> dict:
     from config import health
-    from memory.models import MemoryConflict
     from memory.selectors import queue_depths
     from memory.vector_index import may_open_vector_index
 
@@ -106,8 +105,7 @@ def _gauges() -> dict:
             "extraction_backlog": figures["unextracted"],
             "forget_pending": figures["forget_pending"],
             "forget_approved": figures["forget_approved"],
-            "conflicts_open": MemoryConflict.objects.filter(status="open", older__status=MemoryStatus.ACTIVE,
-                                                            newer__status=MemoryStatus.ACTIVE).count(),
+            "conflicts_open": conflicts_open_count(),
         })
     try:
         gauges["queues"] = queue_depths()

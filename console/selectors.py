@@ -1,4 +1,5 @@
-"""Read-only queries behind the console's health page."""
+"""Read-only queries behind the console's pages: the health page's counts and the previews of the
+forget-user and purge-org actions."""
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from datetime import timezone as dt_timezone
@@ -8,8 +9,8 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from conversations.models import Conversation, Message
-from memory.choices import MemoryStatus
-from memory.models import Memory
+from memory.choices import ForgetRequestStatus, MemoryStatus
+from memory.models import ForgetRequest, Memory
 from tenancy.models import Org
 
 STATUSES = MemoryStatus.values
@@ -27,6 +28,26 @@ def org_counts(*, orgs: list[Org]) -> list[dict]:
                     .annotate(n=Count("id")).values_list("org_id", "n"))
     return [{"org": o, "memories": [by_status[o.id][s] for s in STATUSES], "total": sum(by_status[o.id].values()),
              "conversations": conversations.get(o.id, 0), "messages": messages.get(o.id, 0)} for o in orgs]
+
+
+def user_forget_preview(*, org: Org, user_id: str) -> list[tuple[str, object]]:
+    """What forgetting a whole user would touch, as (label, value) rows for the confirmation page."""
+    by_status = dict(Memory.objects.filter(org=org, user_id=user_id).order_by().values("status")
+                     .annotate(n=Count("id")).values_list("status", "n"))
+    conversations = Conversation.objects.filter(org=org, owner_user=user_id)
+    return [("org", org.slug), ("user", user_id),
+            ("memories", ", ".join(f"{s}: {n}" for s, n in sorted(by_status.items())) or "none"),
+            ("conversations owned", conversations.count()),
+            ("messages in them (will be redacted)", Message.objects.filter(conversation__in=conversations).count()),
+            ("pending forget requests for this user",
+             ForgetRequest.objects.filter(org=org, subject_user=user_id, status=ForgetRequestStatus.PENDING).count())]
+
+
+def org_purge_preview(*, org: Org) -> list[tuple[str, object]]:
+    """What purging an org would delete, as (label, value) rows for the confirmation page."""
+    return [("org", f"{org.slug} ({org.name})"), ("memories", Memory.objects.filter(org=org).count()),
+            ("conversations", Conversation.objects.filter(org=org).count()),
+            ("messages", Message.objects.filter(org=org).count()), ("API keys", org.api_keys.count())]
 
 
 def memory_growth(*, days: int = 30, org: Org | None = None) -> list[tuple[date, int]]:

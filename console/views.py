@@ -11,7 +11,6 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Count
 from django.http import FileResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -21,10 +20,9 @@ from django.views.decorators.http import require_POST
 from config import health
 from console.forget_admin import APPROVE_PERMISSION, forget_request_submit
 from console.forms import ApiKeyCreateForm, ForgetUserForm, LatencyProbeForm, PurgeOrgForm, RecallExplainForm
-from console.selectors import STATUSES, bar_chart, memory_growth, org_counts
-from conversations.models import Conversation, Message
-from memory.models import ForgetRequest, Memory
-from memory.selectors import RecallQuery, recall
+from console.selectors import STATUSES, bar_chart, memory_growth, org_counts, org_purge_preview, user_forget_preview
+from memory.models import Memory
+from memory.recall import RecallQuery, recall
 from memory.services.forget import org_purge
 from tenancy.models import ApiKey, Org
 from tenancy.services import api_key_create, api_key_revoke, audit_record
@@ -148,7 +146,7 @@ def _latency_probe(request, form: LatencyProbeForm) -> dict:
 
 def _maintenance_view() -> dict:
     """Pending extraction and the last run of each maintenance job (memory.selectors)."""
-    from memory.scheduler import maintenance_status
+    from memory.jobs.scheduler_thread import maintenance_status
     from memory.selectors import extraction_pending
 
     status = maintenance_status()
@@ -230,15 +228,7 @@ def forget_user(request):
     if "approve_now" in request.POST or "pending" in request.POST:
         return forget_request_submit(request, approved_note="everything about the user is being forgotten.",
                                      org=org, subject_user=user_id, target="user", include_messages=True)
-    by_status = dict(Memory.objects.filter(org=org, user_id=user_id).order_by().values("status")
-                     .annotate(n=Count("id")).values_list("status", "n"))
-    conversations = Conversation.objects.filter(org=org, owner_user=user_id)
-    summary = [("org", org.slug), ("user", user_id),
-               ("memories", ", ".join(f"{s}: {n}" for s, n in sorted(by_status.items())) or "none"),
-               ("conversations owned", conversations.count()),
-               ("messages in them (will be redacted)", Message.objects.filter(conversation__in=conversations).count()),
-               ("pending forget requests for this user",
-                ForgetRequest.objects.filter(org=org, subject_user=user_id, status="pending").count())]
+    summary = user_forget_preview(org=org, user_id=user_id)
     _freeze(form, "org", "user_id")  # what is confirmed is what was previewed
     return _render(request, "admin/console/action_form.html", "Confirm: forget everything about a user", form=form,
                    summary=summary, intro="Step 2: every memory is redacted and fingerprinted, vectors and cache entries "
@@ -266,9 +256,7 @@ def purge_org(request):
     summary = None
     if org is not None:
         _freeze(form, "org")
-        summary = [("org", f"{org.slug} ({org.name})"), ("memories", Memory.objects.filter(org=org).count()),
-                   ("conversations", Conversation.objects.filter(org=org).count()),
-                   ("messages", Message.objects.filter(org=org).count()), ("API keys", org.api_keys.count())]
+        summary = org_purge_preview(org=org)
     return _render(request, "admin/console/action_form.html", "Purge an org", form=form, summary=summary,
                    intro="Deletes the org and everything it owns: rows, vectors and cache entries. The audit log keeps "
                          "the org's slug. Type the slug to confirm.",

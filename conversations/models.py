@@ -32,10 +32,14 @@ class ConversationAccess(models.Model):
     """Per-user read access to a conversation. The owner reads it unless a revoked row exists;
     other users read it only with a granted row."""
 
-    GRANTED, REVOKED = "granted", "revoked"
+    class State(models.TextChoices):
+        GRANTED = "granted", "granted"
+        REVOKED = "revoked", "revoked"
+
+    GRANTED, REVOKED = State.GRANTED, State.REVOKED
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="access")
     user_id = IdentifierField(max_length=128)
-    state = models.CharField(max_length=8, choices=[(GRANTED, "granted"), (REVOKED, "revoked")])
+    state = models.CharField(max_length=8, choices=State.choices)
     changed_at = models.DateTimeField(auto_now=True)
 
     class Meta:

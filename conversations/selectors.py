@@ -3,7 +3,7 @@ from datetime import datetime
 from django.db.models import Min, Q, QuerySet
 from django.http import Http404
 
-from config.plain_reads import plain_instances, plain_rows
+from common.plain_reads import plain_instances, plain_rows
 from conversations.models import Conversation, ConversationAccess, Message, TaskState
 from tenancy.models import Org
 
@@ -56,7 +56,7 @@ def readable_conversation_ids(*, org: Org, user_id: str, among: set[int]) -> set
 def readable_among(owners: dict[int, str], *, user_id: str) -> set[int]:
     """Which of these conversations (id -> owner, of one org) the user may read now: one plain read of
     the user's access rows, so a grant or a revocation applies at once. Owners never change, so a
-    caller may keep them (memory/selectors/corpus.py)."""
+    caller may keep them (memory/recall/snapshot.py)."""
     if not owners:
         return set()
     states = dict(plain_rows(ConversationAccess, ("conversation", "state"), list(owners), key="conversation",
@@ -75,6 +75,24 @@ def message_get(*, conversation: Conversation, message_id: int) -> Message:
     if message is None:
         raise Http404
     return message
+
+
+def message_in_org(*, org: Org, message_id: int) -> Message | None:
+    """A message by id within the org, whoever may read it: the caller checks readability of its
+    conversation (`conversation_get`) before it uses it (a memory's source given by id)."""
+    return Message.objects.filter(id=message_id, org=org).select_related("conversation").first()
+
+
+def messages_unextracted(*, roles, created_before: datetime | None = None) -> QuerySet[Message]:
+    """Messages committed but not yet extracted (`extracted_at` NULL, the marker the append writes in
+    the message's own transaction) of the given roles, optionally only those older than a time."""
+    pending = Message.objects.filter(extracted_at__isnull=True, role__in=roles)
+    return pending if created_before is None else pending.filter(created_at__lt=created_before)
+
+
+def messages_by_ref(*, org_id: int, conversation_id: int, external_ref: str) -> QuerySet[Message]:
+    """The messages a client's write tagged with one reference (a Mem0 add's `mem0:<event id>`)."""
+    return Message.objects.filter(org_id=org_id, conversation_id=conversation_id, external_ref=external_ref)
 
 
 def task_state_get(*, conversation: Conversation, key: str) -> TaskState:

@@ -171,3 +171,15 @@ def message_mark_do_not_remember(*, message_id: int) -> None:
 
 def message_mark_extracted(*, message_id: int, at: datetime | None = None) -> None:
     Message.objects.filter(id=message_id).update(extracted_at=at or timezone.now())
+
+
+def messages_mark_extracted(*, message_ids: list[int], at: datetime | None = None) -> int:
+    """The batch form: one UPDATE for every message a batched extraction finished."""
+    return Message.objects.filter(id__in=message_ids).update(extracted_at=at or timezone.now())
+
+
+def summaries_delete(*, org: Org, owner_user: str) -> int:
+    """Drop the rolling summaries of every conversation the user owns (forgetting a whole user): they
+    are rebuilt from what the messages still hold if the conversations are read again."""
+    deleted, _ = HistorySummary.objects.filter(conversation__org=org, conversation__owner_user=owner_user).delete()
+    return deleted

@@ -9,7 +9,7 @@ import logging
 
 from django.conf import settings
 
-from config.plain_reads import plain_instances, plain_rows
+from common.plain_reads import plain_instances, plain_rows
 from conversations.llm_summary import SummaryUnavailable, produced_by, summarize_llm
 from conversations.models import Conversation, HistorySummary, Message
 from conversations.services import summary_store

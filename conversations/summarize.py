@@ -16,8 +16,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from conversations.textutil import (
+from common.text import (
     cjk_ratio,
+    is_cjk,
     jaccard,
     normalize_for_compare,
     overlap,
@@ -277,7 +278,7 @@ def _fallback(best: _Candidate, budget_tokens: int, lang: str) -> str:
 
 def _language(messages: list[WindowMessage], previous_summary: str | None) -> str:
     sample = (previous_summary or "") + "".join(m.content or "" for m in messages if m.role != "tool")
-    return "zh" if cjk_ratio(sample) >= 0.3 else "en"
+    return "zh" if is_cjk(sample) else "en"
 
 
 def summarize_extractive(

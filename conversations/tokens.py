@@ -27,6 +27,8 @@ from typing import Any, NamedTuple
 
 import tiktoken
 
+from common.setting import setting
+
 __all__ = [
     "MESSAGE_OVERHEAD_TOKENS",
     "REPLY_PRIMING_TOKENS",
@@ -73,20 +75,8 @@ _lock = threading.Lock()
 _encodings: dict[str, tiktoken.Encoding] = {}
 
 
-def _setting(name: str, default: Any) -> Any:
-    try:
-        from django.conf import settings
-        from django.core.exceptions import ImproperlyConfigured
-    except ImportError:  # pragma: no cover - Django is a hard dependency of the service
-        return default
-    try:
-        return getattr(settings, name, default)
-    except ImproperlyConfigured:  # used outside Django (scripts, benchmarks)
-        return default
-
-
 def _cache_dir() -> Path:
-    path = Path(_setting("TIKTOKEN_CACHE_DIR", DEFAULT_CACHE_DIR) or DEFAULT_CACHE_DIR)
+    path = Path(setting("TIKTOKEN_CACHE_DIR", DEFAULT_CACHE_DIR) or DEFAULT_CACHE_DIR)
     return path if path.is_absolute() else _PROJECT_ROOT / path
 
 
@@ -119,7 +109,7 @@ def _materialise(name: str, cache_dir: Path) -> None:
 
 def get_encoding(name: str | None = None) -> tiktoken.Encoding:
     """The tiktoken encoding ``name`` (default: setting ``TOKEN_ENCODING``), loaded once per process."""
-    name = name or _setting("TOKEN_ENCODING", DEFAULT_ENCODING) or DEFAULT_ENCODING
+    name = name or setting("TOKEN_ENCODING", DEFAULT_ENCODING) or DEFAULT_ENCODING
     encoding = _encodings.get(name)
     if encoding is not None:
         return encoding

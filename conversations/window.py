@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from conversations.textutil import split_sentences, tokenize
+from common.text import split_sentences, tokenize
 from conversations.tokens import count_message_tokens, count_tokens, truncate_to_tokens
 
 __all__ = [

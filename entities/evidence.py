@@ -20,11 +20,14 @@ from functools import lru_cache
 
 import ahocorasick
 
+from entities.partial import type_words
 from entities.surface import EntityRef, inside_token, normalize, normalize_key
+from entities.typenouns import kinds_of_type
 
 MIN_PART_CHARS = 2  # one character ("车", "店") names a kind at most, never an entity
 MIN_LATIN_PART_CHARS = 3
 MIN_VALUE_CHARS = 2
+MIN_SERIAL_DIGITS = 5  # a number this long names what carries it; a shorter one ("02", "2023") only qualifies
 MAX_PART_ENTITIES = 200
 MAX_VALUE_CHARS = 80  # a description is not a value anyone says
 _NUMBERED = re.compile(r"^(?:[0-9]+|[零〇一二三四五六七八九十百千两]+)号$")
@@ -50,6 +53,9 @@ def name_parts(surface: str) -> frozenset[str]:
     for code in _CODE.findall(key):
         if len(code) >= MIN_PART_CHARS:
             parts.add(code)
+        # The number groups of a code: a long one is a serial people say alone ("container 204135" for MSKU
+        # 204135-0), a short one tells siblings apart ("web frontend 02"; a qualifier, see is_qualifier).
+        parts.update(g for g in re.findall(r"[0-9]+", code) if len(g) >= 2 and g != code)
     words = _jieba().lcut(key)
     merged: list[str] = []
     for word in words:
@@ -58,10 +64,14 @@ def name_parts(surface: str) -> frozenset[str]:
             merged[-1] += "号"
         else:
             merged.append(word)
-    for word in merged:
-        word = _SEPARATORS.sub("", word)
-        if not word:
-            continue
+    words = [w for w in (_SEPARATORS.sub("", w) for w in merged) if w]
+    # A one-character word is a morpheme of its neighbour, not a word of its own: "治疗台" of 治疗/台, "化学楼",
+    # a glued letter ("x光机", "治疗台a": the letter tells 治疗台A from 治疗台B). Never across a separator ("浙A·保温").
+    for left, right in zip(merged, merged[1:]):
+        if (len(left) == 1 or len(right) == 1) and _CJK.search(left + right) and not _SEPARATORS.search(left + right) \
+                and not any(ch.isdigit() for ch in left + right):
+            parts.add(left + right)
+    for word in words:
         if _CJK.search(word):
             if len(word) >= MIN_PART_CHARS or _NUMBERED.match(word):
                 parts.add(word)
@@ -70,9 +80,28 @@ def name_parts(surface: str) -> frozenset[str]:
     return frozenset(parts)
 
 
+# How people address or refer to a person by surname: "王工", "张总", "老李", "小陈", "刘老师".
+_TITLES = ("工", "总", "老师", "经理", "师傅", "医生", "大夫", "主任", "姐", "哥", "先生", "女士", "阿姨", "叔")
+_PERSON_NAME = re.compile("^[\u3400-\u9fff]{2,4}$")
+
+
+def person_forms(name: str) -> set[str]:
+    """The ways a Chinese personal name (of a type that names people, entities/typenouns.py) is said in part: the
+    surname with a title or 老/小, and for three characters the surname with the first given character ("王晓" of
+    王晓雯 and 王晓东 alike, so it names both)."""
+    key = normalize_key(name)
+    if not _PERSON_NAME.match(key):
+        return set()
+    surname = key[0]
+    forms = {surname + t for t in _TITLES} | {"老" + surname, "小" + surname}
+    if len(key) == 3:
+        forms.add(key[:2])
+    return forms - {key}
+
+
 def is_qualifier(part: str) -> bool:
     """A numbered qualifier or a bare code: tells siblings apart, names nothing on its own."""
-    return bool(_NUMBERED.match(part)) or part.isdigit()
+    return bool(_NUMBERED.match(part)) or (part.isdigit() and len(part) < MIN_SERIAL_DIGITS)
 
 
 def attribute_values(attributes: Mapping) -> set[str]:
@@ -119,12 +148,19 @@ class PartIndex:
         index: dict[str, set[int]] = {}
         by_type: dict[str, set[int]] = {}
         type_of: dict[int, str] = {}
+        refs = list(refs)
         for ref in refs:
             by_type.setdefault(ref.type, set()).add(ref.id)
             type_of[ref.id] = ref.type
             for surface in (ref.name, *ref.aliases):
                 for part in name_parts(surface):
                     index.setdefault(part, set()).add(ref.id)
+            if "person" in kinds_of_type(ref.type):
+                for part in person_forms(ref.name):
+                    index.setdefault(part, set()).add(ref.id)
+        # Registered type names are type words ("the open ticket"), never a part of one name ("disk failure ticket").
+        for word in type_words(by_type):
+            index.pop(word, None)
         # A part every entity of a type carries ("工单" of 工单0231 / 工单0238) is that type's label: it
         # says which kind is meant, not which one, so it becomes a type word instead of a name part.
         self.type_words: dict[str, str] = {}
@@ -133,13 +169,25 @@ class PartIndex:
             if len(types) == 1 and len(ids) >= 2 and ids == by_type[next(iter(types))] and not is_qualifier(part):
                 self.type_words[part] = next(iter(types))
                 del index[part]
+        # A Chinese part names every entity whose name holds it, however the segmenter cut that name: "液相" of
+        # 老液相 is in 液相色谱仪2号 too (one automaton pass over the names, not a scan per part).
+        cjk = _automaton({part: {0} for part in index if _CJK.search(part)})
+        if cjk is not None:
+            for ref in refs:
+                for surface in (ref.name, *ref.aliases):
+                    key = normalize_key(surface)
+                    for last, (length, _ids) in cjk.iter(key):
+                        index[key[last - length + 1:last + 1]].add(ref.id)
+        self.name_keys = frozenset(index)
         # Parts of attribute values name their entities the same way ("吸唾管" of item 吸唾管堵塞, "shrimp" of
         # cargo frozen shrimp): a description is read by its words, a code whole (AttributeIndex).
+        self._value_holders: dict[str, set[int]] = {}
         for eid, attrs in (attributes or {}).items():
             for value in attribute_values(attrs):
                 for part in name_parts(value):
                     if part not in self.type_words:
                         index.setdefault(part, set()).add(eid)
+                        self._value_holders.setdefault(part, set()).add(eid)
         self._automaton = _automaton(index)
         self._type_automaton = _automaton({w: {0} for w in self.type_words})
 
@@ -150,6 +198,10 @@ class PartIndex:
         for start, end, word, _ids in _hits(self._type_automaton, text):
             out.append((word, self.type_words[word], *norm.original_span(start, end)))
         return out
+
+    def value_holders(self, part: str) -> tuple[int, ...]:
+        """Entities with `part` as a whole word of an attribute value ("reefer" of "40ft reefer")."""
+        return tuple(sorted(self._value_holders.get(normalize_key(part), ())))
 
     def best(self, text: str) -> tuple[list[int], list[str]]:
         """The entities whose parts cover the most characters of `text` (at least one part that is not a

@@ -15,6 +15,7 @@ from typing import TypeVar
 
 import ahocorasick
 
+from entities.evidence import person_forms
 from entities.partial import PartialIndex, type_cues, type_words
 from entities.surface import (
     _OPTIONAL_SPACE,
@@ -26,6 +27,7 @@ from entities.surface import (
     normalize,
     normalize_key,
 )
+from entities.typenouns import kinds_of_type
 
 __all__ = [
     "EntityMatcher",
@@ -72,7 +74,10 @@ class EntityMatcher:
                 "\x1f".join((str(eid), ref.type, ref.external_id, ref.name, *ref.aliases)).encode()
                 + b"\x1e"
             )
-            named = (("id", (ref.external_id,)), ("name", (ref.name,)), ("alias", ref.aliases))
+            aliases = ref.aliases
+            if "person" in kinds_of_type(ref.type):  # "王工", "老李", "王晓": how a person is said (evidence.py)
+                aliases = (*aliases, *sorted(person_forms(ref.name)))
+            named = (("id", (ref.external_id,)), ("name", (ref.name,)), ("alias", aliases))
             for how, surfaces in named:
                 for surface in surfaces:
                     for key in _key_variants(surface):
@@ -91,6 +96,8 @@ class EntityMatcher:
         self.attributes: dict[int, dict] = {}
         self.graph: dict[int, tuple[tuple[int, str, str], ...]] = {}
         self._type_words: dict[str, str] | None = None
+        self._kinds: dict[str, tuple[str, ...]] | None = None
+        self._known: tuple[str, frozenset[str]] | None = None
 
         self._automaton: ahocorasick.Automaton | None = None
         if index:
@@ -160,6 +167,35 @@ class EntityMatcher:
         """Entities `text` names by parts of their names ("那台喷雾机" → 3号喷杆喷雾机), with the parts found."""
         return self._part_index().best(text)
 
+    def knows(self, word: str) -> bool:
+        """`word` may occur in a name, an alias, a string attribute value or a type name of this registry, or is a
+        word of the lexicon (entities/typewords.py, entities/typenouns.py). Read by character pairs: every pair of
+        the word occurs in some such text (exact for two characters; for longer words a pair may come from
+        different texts, which errs towards "known", i.e. towards the other rules deciding)."""
+        if self._known is None:
+            from entities.typenouns import KINDS
+            from entities.typewords import CATEGORIES, TYPE_WORDS
+
+            texts = [normalize_key(s) for ref in self._refs.values() for s in (ref.name, *ref.aliases)]
+            texts += [normalize_key(v) for attrs in self.attributes.values() for v in (attrs or {}).values()
+                      if isinstance(v, str)]
+            texts += [normalize_key(t) for t in self._by_type]
+            pairs = frozenset(t[i:i + 2] for t in texts for i in range(len(t) - 1))
+            lexicon = {normalize_key(w) for words in TYPE_WORDS.values() for w in words}
+            lexicon |= {normalize_key(w) for _t, words in CATEGORIES.values() for w in words}
+            lexicon |= {normalize_key(w) for nouns, _stems in KINDS.values() for w in nouns}
+            self._known = (pairs, frozenset(lexicon))
+        key = normalize_key(word)
+        pairs, lexicon = self._known
+        return key in lexicon or (len(key) >= 2 and all(key[i:i + 2] in pairs for i in range(len(key) - 1)))
+
+    def value_holders(self, part: str) -> tuple[int, ...]:
+        return self._part_index().value_holders(part)
+
+    def is_name_part(self, part: str) -> bool:
+        """`part` is a part of some name or alias, not only of attribute values."""
+        return part in self._part_index().name_keys
+
     def attribute_hits(self, text: str) -> list[tuple[str, tuple[int, ...]]]:
         """(value, entity ids) for each attribute value named in `text` ("VMS-V300", "北场")."""
         if self._attribute_index is None:
@@ -185,6 +221,14 @@ class EntityMatcher:
 
     def types(self) -> frozenset[str]:
         return frozenset(self._by_type)
+
+    def types_of_kind(self, kind: str) -> tuple[str, ...]:
+        """The registered types a generic noun's kind stands for ("车" → `vehicle`, `truck`; entities/typenouns.py)."""
+        if self._kinds is None:
+            from entities.typenouns import types_by_kind
+
+            self._kinds = types_by_kind(self._by_type)
+        return self._kinds.get(kind, ())
 
     def ids_of_type(self, type_: str) -> tuple[int, ...]:
         return self._by_type.get(type_, ())

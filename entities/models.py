@@ -38,10 +38,14 @@ class Entity(models.Model):
 class EntityAccess(models.Model):
     """Local access grants per entity and user (the default access policy)."""
 
-    ALLOW, DENY = "allow", "deny"
+    class Effect(models.TextChoices):
+        ALLOW = "allow", "allow"
+        DENY = "deny", "deny"
+
+    ALLOW, DENY = Effect.ALLOW, Effect.DENY
     entity = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="access_rules")
     user_id = IdentifierField(max_length=128)
-    effect = models.CharField(max_length=5, choices=[(ALLOW, "allow"), (DENY, "deny")])
+    effect = models.CharField(max_length=5, choices=Effect.choices)
     changed_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -87,7 +87,9 @@ def _bridged(ordered, matcher, visible) -> set[int]:
     for _kind, ids in ordered:  # smallest first
         if len(ids) > MAX_BRIDGE_ENTITIES:
             break
-        others = set().union(*(set(o) for _k, o in ordered if o is not ids))
+        # Only a partner the user may read bridges: a hidden R750 must not make its rack "the R750 in Hall 2".
+        # Values bridge values: a name part shared by many ("hall") is too loose to relate two named things.
+        others = set(visible(sorted(set().union(*(set(o) for k, o in ordered if o is not ids and k == "value")))))
         related = {i for i in ids if any(other in others for other, _t, _d in matcher.neighbours(i))}
         if related:
             return set(visible(sorted(related)))

@@ -25,13 +25,16 @@ MIN_SKELETON_CHARS = 2  # one character ("车", "塔") is a type word at most, n
 MIN_LATIN_SKELETON_CHARS = 3  # "wo" of WO-2026-0012 is no word
 _CJK = "\u3400-\u9fff"
 # Qualifiers, on the normalised surface: a plate/code prefix (one CJK character glued to a Latin code,
-# "浙b·"), Latin/digit codes with their joiners ("s780", "11", "wo-2026-0012"), and numerals with their
-# measure ("11号", "一号", "十二号").
+# "浙b·", "浙b12345"; not a letter that ends or starts a word, "治疗台a", "x光机"), Latin/digit codes with
+# their joiners ("s780", "11", "wo-2026-0012"), and numerals with their measure ("11号", "一号", "十二号").
 _QUALIFIER = re.compile(
-    f"[{_CJK}](?=[a-z]+[0-9·\\-]*)[a-z]+[·\\-]?"
+    f"[{_CJK}](?=[a-z]+[0-9·\\-])[a-z]+[·\\-]?"
     "|[a-z]*[0-9][a-z0-9]*(?:[·\\-#][a-z0-9]+)*号?"
     "|[零〇一二三四五六七八九十百千两]+号"
     "|[·\\-#]")
+
+
+_CODE_AFTER = re.compile(r"#?[A-Za-z]{0,3}[0-9][A-Za-z0-9\-]*\b")
 
 
 @lru_cache(maxsize=200_000)
@@ -64,6 +67,8 @@ def qualified_span(s: str, start: int, end: int) -> bool:
     is not registered or not visible; answering with its siblings would be a silent wrong guess."""
     before = s[start - 1] if start > 0 else ""
     after = s[end] if end < len(s) else ""
+    if after == " " and _CODE_AFTER.match(s, end + 1):
+        return True  # "Rack B05", "MSKU 204160-2", "web frontend 02": a code after a space names one as well
     return before.isdigit() or before in ("号", "#") or after.isdigit() or after in ("号", "#")
 
 

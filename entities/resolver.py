@@ -8,6 +8,9 @@ Rules, in order; the first that yields a visible candidate decides:
   (e) a type or category word alone ("那台收割机", "the tractor") -> every entity of that kind
   (f) a partial name ("那座烘干塔" for 烘干一号塔 / 烘干二号塔; entities/partial.py) -> every entity it
       partially names; it also restricts (c) and (d), so "上次那辆冷链车" is the latest of the 冷链车
+Generic nouns ("车", "设备", "店") stand for the registry's types of their kind (entities/typenouns.py); a
+demonstrative with a description the registry does not know answers none (entities/nearmiss.py); a turn
+naming several entities is read by the pointer's kind (entities/windows.py).
 One candidate -> "resolved"; several -> "ambiguous" with them; none -> "none". With
 `max_candidates`, an ambiguous answer lists the first `max_candidates` (in the rule's order) and
 says `truncated`; the status is the same as without the cap.
@@ -23,24 +26,16 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from itertools import islice
 
 from entities.matcher import EntityMatcher, EntityRef, Match, name_contains_any, normalize_key
 from entities.narrowing import by_attributes_and_parts, follow_relations, via_anchor
-from entities.partial import qualified_span
-from entities.typewords import DEMONSTRATIVES, Cue, category_words, scan
+from entities.nearmiss import unknown_description
+from entities.typewords import DEMONSTRATIVES, Cue, category_words, text_cues
+from entities.windows import Gate, MentionEvidence, latest_turn, mention_step, turn_focus
 
 __all__ = ["MentionEvidence", "Resolution", "resolve"]
 
 MAX_ANCHORS = 20  # entities a relation path starts from at most
-
-
-@dataclass
-class MentionEvidence:
-    entity_id: int
-    at: datetime
-    conversation_id: int | None = None
 
 
 @dataclass
@@ -76,14 +71,9 @@ def resolve(
     """
     if max_candidates is not None and max_candidates < 2:
         raise ValueError("max_candidates must be at least 2: one candidate is not an ambiguity")
-    gate = _Gate(entities, allowed, allowed_many)
+    gate = Gate(entities, allowed, allowed_many)
     matches = matcher.find(text, keep=gate.visible)
-    cues = scan(text)
-    if hasattr(matcher, "registry_type_cues"):  # the registry's own types are type words too
-        known = {(c.start, c.end, c.type) for c in cues if c.kind == "type"}
-        # "5号冷柜": a learnt label attached to a number names one specific entity, as a lexicon word does.
-        cues += [Cue(kind="type", word=word, start=start, end=end, type=type_, qualified=qualified_span(text, start, end))
-                 for word, type_, start, end in matcher.registry_type_cues(text) if (start, end, type_) not in known]
+    cues = text_cues(text, matcher)
     # A type word inside a matched surface is part of a name ("S780 联合收割机" is a model, its
     # "收割机" says nothing about the type the user means).
     # A lexicon word for a type this registry does not have ("车" → asset, where vehicles are "vehicle")
@@ -111,12 +101,20 @@ def resolve(
             qualified = via_anchor(text, spans=spans, anchors=ids, matcher=matcher, visible=gate.visible_list,
                                    type_of=lambda i: entities[i].type if i in entities else "",
                                    other_types={c.type for c in type_cues if c.type and c.type not in anchor_types})
+            if qualified is not None and not qualified.ids:  # it names only what the user may not read
+                return _decide([], evidence + [qualified.step], max_candidates)
             if qualified is not None and qualified.ids:
                 return _narrowed_decision(qualified.ids, evidence + [qualified.step], cues, windows, gate, max_candidates)
             return _decide(ids, evidence, max_candidates)
         if constraint.types:
             anchor_steps, anchors = _explicit(matches, hows, lambda eid: True)
-            followed = anchors and follow_relations(anchors, matcher=matcher, accepts=accepts_type, visible=gate.visible_list)
+            # What the rest of the text names among the anchors' neighbours first ("影像室那台口腔设备"), then
+            # every neighbour of the kind asked for ("西站停保场的车").
+            followed = anchors and (
+                via_anchor(text, spans=[(m.start, m.end) for m in matches if m.entity_id in anchors], anchors=anchors,
+                           matcher=matcher, visible=gate.visible_list, other_types=set(constraint.types),
+                           type_of=lambda i: entities[i].type if i in entities else "")
+                or follow_relations(anchors, matcher=matcher, accepts=accepts_type, visible=gate.visible_list))
             if followed:
                 return _decide(followed.ids, _type_evidence(type_cues, constraint)
                                + [{"rule": rule, **step} for step in anchor_steps] + [followed.step], max_candidates)
@@ -126,6 +124,13 @@ def resolve(
     # word "车" (assets) when what it partially names are vehicles.
     partial_ids, partial_spans = matcher.partial(text) if hasattr(matcher, "partial") else ([], [])
     partial_ids = [i for i in partial_ids if i in entities]  # visibility asked only as far as needed
+    if partial_ids and len(partial_ids) <= MAX_ANCHORS and hasattr(matcher, "value_holders"):
+        # A skeleton that is also a word of other entities' attribute values names them too: "the reefer" is
+        # "reefer 118" and every container whose type is "40ft reefer".
+        kinds = {entities[i].type for i in partial_ids}
+        more = {i for s, e in partial_spans for i in matcher.value_holders(text[s:e])
+                if i in entities and entities[i].type in kinds}
+        partial_ids = sorted(set(partial_ids) | more)
     # A skeleton every entity of a type shares ("工单" of 工单0305 / 工单0311) is that type's label, not a name.
     labels = [(start, end) for _w, _t, start, end in matcher.registry_type_cues(text)] \
         if partial_ids and hasattr(matcher, "registry_type_cues") else []
@@ -141,8 +146,9 @@ def resolve(
     evidence = _type_evidence(type_cues, constraint)
 
     pointed = any(c.kind in ("coref", "long_term") for c in cues) or bool(type_cues)
-    part_ids = [] if partial_ids or not hasattr(matcher, "name_part_candidates") else \
-        [i for i in matcher.name_part_candidates(text)[0] if i in entities]
+    part_ids, found_parts = ([], []) if partial_ids or not hasattr(matcher, "name_part_candidates") else \
+        matcher.name_part_candidates(text)
+    part_ids = [i for i in part_ids if i in entities]
     # What the text names by a part, when the type words ask for another type: the anchor of a relation
     # path ("那台青贮收获机的工单", "那台喷雾机的工单"). A skeleton may name thousands ("收割机"): not an anchor.
     named_other = [i for i in (partial_ids if len(partial_ids) <= MAX_ANCHORS else []) or part_ids
@@ -167,6 +173,13 @@ def resolve(
     if (resolution := narrow(require_values=True)) is not None:
         return resolution
 
+    # A demonstrative pointing with a description the registry does not know ("那辆双层观光巴士") means something
+    # unregistered: none, not the entity just discussed (entities/nearmiss.py).
+    pointer = next((c for c in cues if c.kind == "long_term" and c.word in DEMONSTRATIVES and c.word != "那边"), None)
+    if pointer is not None and hasattr(matcher, "knows") and \
+            (unknown := unknown_description(text, pointer.end, matcher.knows)):
+        return Resolution(status="none", evidence=evidence + [{"rule": "unknown_description", "words": unknown}])
+
     # (c), (d): the latest mention of a matching entity; several in that same turn -> ambiguous. With a type
     # word and no mention of that type, the latest entity discussed (of those the text names, if it names
     # some) is an anchor whose relations are followed ("它的工单").
@@ -175,21 +188,27 @@ def resolve(
         if cue is None:
             continue
         mentions = mentions() if callable(mentions) else mentions
-        ids, latest = _latest_turn(
+        # What the text names by parts restricts the window too: "浦东滨江那家店" is not the store just discussed.
+        named_set = partial_set or (set(part_ids) if any(matcher.is_name_part(p) for p in found_parts) else set())
+        ids, latest = latest_turn(
             mentions,
             gate,
-            lambda eid: eid in entities and constraint.accepts(entities[eid])
-            and (not partial_set or eid in partial_set),
+            lambda eid: eid in entities and constraint.accepts(entities[eid]) and (not named_set or eid in named_set),
             batch=max_candidates + 1 if max_candidates else None,
         )
         if ids and latest is not None:
-            return _decide(ids, evidence + [_mention_step(rule, cue, ids, latest)], max_candidates)
+            ids = turn_focus(ids, matcher, cue.word, lambda i: entities[i].type if i in entities else "")
+            return _decide(ids, evidence + [mention_step(rule, cue, ids, latest)], max_candidates)
         if constraint.types:
-            anchors, latest = _latest_turn(mentions, gate, lambda eid: eid in entities and not constraint.type_ok(entities[eid])
-                                           and (not named_other or eid in named_other))
+            # The anchor is what the text names of another kind, or else what was just discussed, unless the text
+            # names by parts only things of the kind asked for ("浦东滨江那家店" is a store, not the store of the
+            # treadmill just discussed).
+            named_kind = bool(part_ids) and not named_other and any(matcher.is_name_part(p) for p in found_parts)
+            anchors, latest = latest_turn(mentions, gate, lambda eid: eid in entities and not constraint.type_ok(entities[eid])
+                                           and (not named_other or eid in named_other) and not named_kind)
             followed = anchors and follow_relations(anchors, matcher=matcher, accepts=accepts_type, visible=gate.visible_list)
             if followed:
-                return _decide(followed.ids, evidence + [_mention_step(rule, cue, anchors, latest), followed.step],
+                return _decide(followed.ids, evidence + [mention_step(rule, cue, anchors, latest), followed.step],
                                max_candidates)
 
     if named_other:
@@ -202,6 +221,10 @@ def resolve(
     # "工单0012") name a specific entity that is not visible: answering with another entity of
     # the same kind would be a silent wrong guess.
     standalone = _Constraint.from_cues([c for c in type_cues if not c.qualified])
+    # ... unless parts of names of that type are named too: "西站柴油车" is the 西站柴油通勤车, not any vehicle.
+    if standalone.types and any(standalone.type_ok(entities[i]) for i in part_ids) \
+            and (resolution := narrow(require_values=False)) is not None:
+        return resolution
     if standalone.types:
         # Lazily, in id order: "那台收割机" can name thousands; only the first max_candidates + 1
         # visible ones (the extra one tells "truncated") are ever checked or materialised.
@@ -238,14 +261,7 @@ def resolve(
     return Resolution(status="none", evidence=evidence)
 
 
-def _mention_step(rule: str, cue: Cue, ids: list[int], latest: MentionEvidence) -> dict:
-    step = {"rule": rule, "cue": cue.word, "entity_ids": ids, "at": latest.at.isoformat()}
-    if latest.conversation_id is not None:
-        step["conversation_id"] = latest.conversation_id
-    return step
-
-
-def _narrowed_decision(ids: list[int], evidence: list[dict], cues: list[Cue], windows, gate: _Gate,
+def _narrowed_decision(ids: list[int], evidence: list[dict], cues: list[Cue], windows, gate: Gate,
                        limit: int | None) -> Resolution:
     """Several entities named by values or parts: "那台" means the one of them just discussed in this
     conversation; "上次" the one discussed last in any."""
@@ -258,9 +274,9 @@ def _narrowed_decision(ids: list[int], evidence: list[dict], cues: list[Cue], wi
                 cue = next((c for c in cues if c.kind == kind and c.word not in DEMONSTRATIVES), None)
             if cue is None:
                 continue
-            latest_ids, latest = _latest_turn(mentions() if callable(mentions) else mentions, gate, lambda eid: eid in among)
+            latest_ids, latest = latest_turn(mentions() if callable(mentions) else mentions, gate, lambda eid: eid in among)
             if latest_ids and latest is not None:
-                return _decide(latest_ids, evidence + [_mention_step(rule, cue, latest_ids, latest)], limit)
+                return _decide(latest_ids, evidence + [mention_step(rule, cue, latest_ids, latest)], limit)
     return _decide(ids, evidence, limit)
 
 
@@ -279,59 +295,6 @@ def _decide(ids: list[int], evidence: list[dict], limit: int | None = None) -> R
         candidates = list(ids[:limit]) if truncated else list(ids)
         return Resolution(status="ambiguous", candidates=candidates, evidence=evidence, truncated=truncated)
     return Resolution(status="none", evidence=evidence)
-
-
-class _Gate:
-    """Visibility = registered in `entities` and allowed; memoised for one resolution."""
-
-    def __init__(
-        self,
-        entities: Mapping[int, EntityRef],
-        allowed: Callable[[int], bool],
-        allowed_many: Callable[[Collection[int]], Collection[int]] | None,
-    ):
-        self._entities = entities
-        self._allowed = allowed
-        self._allowed_many = allowed_many
-        self._known: dict[int, bool] = {}
-
-    def visible(self, ids: Collection[int]) -> set[int]:
-        unknown = {i for i in ids if i not in self._known}
-        registered = {i for i in unknown if i in self._entities}
-        for i in unknown - registered:
-            self._known[i] = False
-        if registered:
-            if self._allowed_many is not None:
-                ok = set(self._allowed_many(registered))
-                for i in registered:
-                    self._known[i] = i in ok
-            else:
-                for i in registered:
-                    self._known[i] = bool(self._allowed(i))
-        return {i for i in ids if self._known[i]}
-
-    def visible_list(self, ids: Iterable[int]) -> list[int]:
-        ordered = list(dict.fromkeys(ids))
-        ok = self.visible(ordered)
-        return [i for i in ordered if i in ok]
-
-    def visible_prefix(self, ids: Iterable[int], limit: int | None) -> list[int]:
-        """The first `limit` visible ids of `ids` (order kept, duplicates dropped), consuming
-        `ids` only as far as needed: access is asked in batches a little larger than what is
-        still missing, so hidden entities rarely cost a second call."""
-        if limit is None:
-            return self.visible_list(ids)
-        found: list[int] = []
-        seen: set[int] = set()
-        pending = (i for i in ids if not (i in seen or seen.add(i)))
-        while len(found) < limit:
-            missing = limit - len(found)
-            batch = list(islice(pending, missing + missing // 4 + 1))
-            if not batch:
-                break
-            ok = self.visible(batch)
-            found.extend(i for i in batch if i in ok)
-        return found[:limit]
 
 
 @dataclass(frozen=True)
@@ -400,35 +363,3 @@ def _unique_sorted(ids: Iterable[int]) -> Iterator[int]:
             last = i
 
 
-def _latest_turn(
-    mentions: Sequence[MentionEvidence],
-    gate: _Gate,
-    ok: Callable[[int], bool],
-    batch: int | None = None,
-) -> tuple[list[int], MentionEvidence | None]:
-    """Entities of the most recent turn (same `at`) among visible, matching mentions.
-
-    Access is asked newest turn first, for about `batch` entities at a time (None: all at once),
-    so an answer from the latest turn checks only the latest turns.
-    """
-    # Type/category first: cheaper than the access check, which may be a remote call.
-    turns: dict[datetime, list[MentionEvidence]] = {}
-    for m in mentions:
-        if ok(m.entity_id):
-            turns.setdefault(m.at, []).append(m)  # input order kept within a turn
-    newest_first = sorted(turns, reverse=True)
-    i = 0
-    while i < len(newest_first):
-        ids: set[int] = set()
-        j = i
-        while j < len(newest_first) and (j == i or batch is None or len(ids) < batch):
-            ids.update(m.entity_id for m in turns[newest_first[j]])
-            j += 1
-        visible = gate.visible(ids)
-        for at in newest_first[i:j]:
-            turn = [m for m in turns[at] if m.entity_id in visible]
-            if turn:
-                # the turn's first mention: stable for "newest last" input
-                return list(dict.fromkeys(m.entity_id for m in turn)), turn[0]
-        i = j
-    return [], None

@@ -13,13 +13,16 @@ Kinds of cue:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import ahocorasick
 
 from entities.matcher import inside_token, leftmost_longest, normalize, normalize_key
+from entities.partial import qualified_span
+from entities.typenouns import KINDS, heads_pointer
 
 __all__ = [
     "CATEGORIES",
@@ -31,6 +34,7 @@ __all__ = [
     "Cue",
     "category_words",
     "scan",
+    "text_cues",
 ]
 
 # type -> words that name the type itself.
@@ -59,7 +63,7 @@ CATEGORIES: Mapping[str, tuple[str, tuple[str, ...]]] = {
 COREF_CUES: tuple[str, ...] = (
     "它", "它的", "它们", "这台", "这个", "这辆", "这部", "这款", "这张", "这份", "这件", "该",
     "这家", "这位", "这单", "这间", "这条", "这只", "她的", "他的",
-    "it", "its", "this", "this one", "that one", "that machine", "the same one",
+    "it", "its", "this", "this one", "that one", "that machine", "the same one", "she", "her",
 )
 
 # Words that refer back to an earlier conversation ("上次那台收割机").
@@ -74,12 +78,19 @@ LONG_TERM_CUES: tuple[str, ...] = (
 # conversation has one, and is ambiguous otherwise; only an explicit past ("上次", "last time") reaches back
 # into earlier conversations to choose among several named entities.
 DEMONSTRATIVES: frozenset[str] = frozenset({"那台", "那辆", "那部", "那个", "那款", "那张", "那家", "那位", "那边",
-                                           "那单", "那间", "那条", "那只"})
+                                           "那单", "那间", "那条", "那只", "that"})
+_CJK_PAIR = re.compile("[\u3400-\u9fff]{2}")
+# English "that" points back only as a determiner ("that rack", "that open ticket"), not as a conjunction or
+# relative pronoun ("said that the", "the one that is"): followed by a word that starts no clause.
+_THAT = re.compile(r"\bthat\s+(?!(?:the|a|an|it|its|he|she|they|we|i|you|is|was|are|were|has|had|will|would|can|"
+                   r"could|should|this|there|one)\b)[a-z0-9]", re.IGNORECASE)
 
 # Compounds in which a short word does not carry its cue meaning ("应该" is not "该",
 # "其它" is not "它", "刹车" is a brake, "车间" a workshop). Matched before the word itself.
 NOT_PART_OF: Mapping[str, tuple[str, ...]] = {
     "车": ("刹车", "停车", "倒车", "开车", "上车", "下车", "堵车", "车间", "车站", "车票", "车次"),
+    "店": ("店长", "店员"),
+    "船": ("船长", "船员"),
     "它": ("其它",),
     "该": ("应该", "活该", "该不该"),
     "他的": ("其他的",),
@@ -103,6 +114,7 @@ class Cue:
     type: str | None = None  # for kind "type"
     category: str | None = None  # for category words
     qualified: bool = False  # attached to a number/code, i.e. part of a specific name
+    noun_kind: str | None = None  # a generic noun's kind (entities/typenouns.py), mapped onto the registry's types
 
 
 @dataclass(frozen=True)
@@ -110,6 +122,7 @@ class _Entry:
     kind: str
     type: str | None = None
     category: str | None = None
+    noun_kind: str | None = None
 
 
 def category_words(category: str) -> tuple[str, ...]:
@@ -141,8 +154,30 @@ def scan(text: str) -> list[Cue]:
                     type=entry.type,
                     category=entry.category,
                     qualified=entry.kind == "type" and _qualified(s, start, end),
+                    noun_kind=entry.noun_kind,
                 )
             )
+    return cues
+
+
+def text_cues(text: str, matcher) -> list[Cue]:
+    """The lexicon's cues, the registry's own type words, and generic nouns mapped onto the registry's types
+    ("哪辆车" → `vehicle`, "那家店" → `branch`; entities/typenouns.py)."""
+    cues = scan(text)
+    cues += [Cue(kind="long_term", word="that", start=m.start(), end=m.start() + 4) for m in _THAT.finditer(text)]
+    if hasattr(matcher, "registry_type_cues"):  # the registry's own types are type words too
+        known = {(c.start, c.end, c.type) for c in cues if c.kind == "type"}
+        # "5号冷柜": a learnt label attached to a number names one specific entity, as a lexicon word does.
+        cues += [Cue(kind="type", word=word, start=start, end=end, type=type_, qualified=qualified_span(text, start, end))
+                 for word, type_, start, end in matcher.registry_type_cues(text) if (start, end, type_) not in known]
+    if hasattr(matcher, "types_of_kind"):
+        known = {(c.start, c.end, c.type) for c in cues if c.kind == "type"}
+        # ... or heading a compound whose modifier the registry knows ("水产供应商": 水产 is a category of suppliers);
+        # a one-character noun in a compound is a name's own ending ("冷链车", "春熙路店"), not a generic head.
+        cues += [replace(c, type=type_, category=None) for c in cues if c.noun_kind
+                 and (heads_pointer(text, c.start) or (c.end - c.start >= 2 and c.start >= 2 and _CJK_PAIR.match(text, c.start - 2)
+                                                       and matcher.knows(text[c.start - 2:c.start])))
+                 for type_ in matcher.types_of_kind(c.noun_kind) if (c.start, c.end, type_) not in known]
     return cues
 
 
@@ -170,6 +205,11 @@ def _automata() -> tuple[ahocorasick.Automaton, ...]:
     for category, (type_, words) in CATEGORIES.items():
         for w in words:
             type_entries[normalize_key(w)] = _Entry("type", type_, category)
+    for noun_kind, (nouns, _stems) in KINDS.items():
+        for w in nouns:
+            old = type_entries.get(normalize_key(w))
+            type_entries[normalize_key(w)] = _Entry("type", old.type if old else None, old.category if old else None,
+                                                    noun_kind)
     coref: dict[str, _Entry | None] = {normalize_key(w): _Entry("coref") for w in COREF_CUES}
     long_term: dict[str, _Entry | None] = {
         normalize_key(w): _Entry("long_term") for w in LONG_TERM_CUES

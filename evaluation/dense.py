@@ -16,10 +16,10 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from common.text import is_cjk
 from conversations.selectors import readable_conversation_ids
-from conversations.textutil import cjk_ratio
 from memory.models import Memory, MemoryEmbedding, MemorySource
-from memory.selectors.recall_pipeline import STANDING_KINDS
+from memory.recall.candidates import RECALLED_KINDS
 from memory.vectors import active_embedder, from_bytes, similarity
 from tenancy.models import Org
 
@@ -31,7 +31,7 @@ def dense_recall(*, org: Org, user_id: str, query: str, k: int, at: str | None,
     now = when or timezone.now()
     embedder = active_embedder()
     memories = Memory.objects.filter(org=org, user_id=user_id, status="active",
-                                     kind__in=STANDING_KINDS + ["episode"])
+                                     kind__in=RECALLED_KINDS + ["episode"])
     memories = memories.filter(Q(valid_to__isnull=True) | Q(valid_to__gt=now))
     memories = memories.filter(Q(scope="user") | Q(conversation_id=conversation_id))
     if when is not None:
@@ -51,11 +51,11 @@ def dense_recall(*, org: Org, user_id: str, query: str, k: int, at: str | None,
         return []
     stored = np.vstack([from_bytes(vectors[i]) for i in ids])
     unit = embedder.encode_one(query)
-    query_cjk = cjk_ratio(query) >= 0.3
+    query_cjk = is_cjk(query)
     share = settings.RECALL_WEIGHTS["multilingual_share_en"]
     mixed = similarity(embedder, unit, stored, cjk=False, first_weight=share)
     multilingual = similarity(embedder, unit, stored, cjk=True)
-    scores = [float(multilingual[n] if query_cjk or cjk_ratio(rows[i].content) >= 0.3 else mixed[n])
+    scores = [float(multilingual[n] if query_cjk or is_cjk(rows[i].content) else mixed[n])
               for n, i in enumerate(ids)]
     items, seen_hashes, seen_sources = [], set(), set()
     for score, memory_id in sorted(zip(scores, ids), key=lambda pair: (-pair[0], -pair[1])):

@@ -1,4 +1,5 @@
-"""The memory vocabulary: kinds, statuses, assertions and scopes. Pure (no app registry), so the
+"""The memory vocabulary: kinds, statuses (of memories, forget requests, conflicts and vector
+collections), assertions and scopes. Pure (no app registry), so the
 extraction and subject modules can use it without importing the models.
 
 Each label equals its value: the console and the API have always shown the raw value, and equal
@@ -16,9 +17,14 @@ MemoryKind = _choices("MemoryKind", "preference fact event context suggestion ep
 MemoryStatus = _choices("MemoryStatus", "active superseded invalidated forgotten expired")
 MemoryAssertion = _choices("MemoryAssertion", "user_stated confirmed_event model_suggestion")
 MemoryScope = _choices("MemoryScope", "user task")
+ForgetRequestStatus = _choices("ForgetRequestStatus", "pending approved rejected executed")
+ConflictStatus = _choices("ConflictStatus", "open superseded kept_both closed")
+CollectionState = _choices("CollectionState", "building live retired")
 
-# The kinds that state something standing about a subject: subject matching and conflicts compare these.
-STANDING_KINDS = frozenset({MemoryKind.PREFERENCE, MemoryKind.FACT})
+# The kinds that say something standing about a subject (a preference, a fact): subject matching,
+# supersede by subject, possible conflicts and current-vs-history compare only these. Not the kinds
+# recall serves by default (`RECALLED_KINDS`, memory/recall/candidates.py).
+SUBJECT_KINDS = frozenset({MemoryKind.PREFERENCE, MemoryKind.FACT})
 
 # What extraction proposes: every kind but the episode (a dated quote the write path makes itself).
 EXTRACTED_KINDS = [kind.value for kind in MemoryKind if kind != MemoryKind.EPISODE]

@@ -17,9 +17,10 @@ import re
 import threading
 from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import numpy as np
+
+from common.setting import setting
 
 __all__ = [
     "CompositeEmbedder",
@@ -237,7 +238,7 @@ _cache_lock = threading.Lock()
 
 def get_embedder(model: str | None = None) -> Embedder:
     """The process-wide embedder for ``model`` (default: Django setting ``EMBEDDING_MODEL``)."""
-    name = model if model is not None else _setting("EMBEDDING_MODEL", DEFAULT_MODEL)
+    name = model if model is not None else setting("EMBEDDING_MODEL", DEFAULT_MODEL)
     key = _canonical_name(name)
     embedder = _cache.get(key)
     if embedder is not None:
@@ -245,7 +246,7 @@ def get_embedder(model: str | None = None) -> Embedder:
     with _cache_lock:
         embedder = _cache.get(key)
         if embedder is None:
-            threads = int(_setting("EMBEDDING_THREADS", DEFAULT_THREADS))
+            threads = int(setting("EMBEDDING_THREADS", DEFAULT_THREADS))
             if key == DEFAULT_MODEL:
                 embedder = UniversalSentenceEncoderEmbedder(threads=threads)
             elif "+" in key:
@@ -257,9 +258,9 @@ def get_embedder(model: str | None = None) -> Embedder:
                 finally:
                     _cache_lock.acquire()
             else:
-                onnx_dir = _setting("EMBEDDING_ONNX_DIR", "") if _setting("EMBEDDING_ONNX", False) else ""
+                onnx_dir = setting("EMBEDDING_ONNX_DIR", "") if setting("EMBEDDING_ONNX", False) else ""
                 embedder = SentenceTransformerEmbedder(name, threads=threads, onnx_dir=onnx_dir or None,
-                                                       int8_queries=bool(_setting("EMBEDDING_INT8_QUERIES", False)))
+                                                       int8_queries=bool(setting("EMBEDDING_INT8_QUERIES", False)))
             _cache[key] = embedder
             logger.info("embeddings: loaded %s (dim=%d, threads=%d)", embedder.model_id, embedder.dim, threads)
         return embedder
@@ -280,18 +281,6 @@ def _canonical_name(name: str) -> str:
     if lowered in _MINILM_NAMES:
         return "minilm"
     return name.strip()
-
-
-def _setting(name: str, default: Any) -> Any:
-    # Read lazily so importing this module never configures Django; scripts and tests that
-    # run without settings get the defaults.
-    from django.conf import settings
-    from django.core.exceptions import ImproperlyConfigured
-
-    try:
-        return getattr(settings, name, default)
-    except ImproperlyConfigured:
-        return default
 
 
 def _l2_normalise(vectors: np.ndarray) -> np.ndarray:

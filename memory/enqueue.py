@@ -6,7 +6,7 @@ enqueue by name and the task is looked up in the Celery app's registry at call t
 
 The write has committed; if the broker (or, when tasks run eagerly, the vector index) is down, the
 row stays with projected_version < version (or the message unextracted, extracted_at NULL) and
-reconcile (or the extraction sweep, memory/scheduler.py) drives it again later. Anything else is a
+reconcile (or the extraction sweep, memory/jobs/scheduler_thread.py) drives it again later. Anything else is a
 bug and propagates - to the caller's robust on_commit hook, which logs it and keeps the write's
 success (conversations/services.py).
 """
@@ -29,8 +29,10 @@ MEMORY_POINTS_DELETE = "memory.tasks.memory_points_delete"
 MESSAGES_EXTRACT = "memory.tasks.messages_extract"
 MEMORY_TOUCH = "memory.tasks.memory_touch"
 FORGET_REQUEST_EXECUTE = "memory.tasks.forget_request_execute"
+LLM_REVIEW = "memory.tasks.llm_review_task"
 
-TASK_NAMES = (MEMORY_SYNC, MEMORIES_SYNC, MEMORY_POINTS_DELETE, MESSAGES_EXTRACT, MEMORY_TOUCH, FORGET_REQUEST_EXECUTE)
+TASK_NAMES = (MEMORY_SYNC, MEMORIES_SYNC, MEMORY_POINTS_DELETE, MESSAGES_EXTRACT, MEMORY_TOUCH, FORGET_REQUEST_EXECUTE,
+              LLM_REVIEW)
 
 
 _app = None
@@ -68,6 +70,19 @@ def enqueue(name: str, *args) -> bool:
         # Retry: an eager task that asked to be retried (its backend is down) surfaces here.
         logger.warning("enqueue %s failed (%s); reconcile will repair args=%s", name, type(exc).__name__, args)
         return False
+
+
+def llm_review_configured() -> bool:
+    """An LLM endpoint is set and its review of conflicts and the gate's band is not switched off (D28)."""
+    from django.conf import settings
+
+    return bool(settings.LLM_BASE_URL) and bool(settings.LLM_REVIEW_ENABLED)
+
+
+def llm_review_enqueue() -> bool:
+    """Queue a run of the LLM reviewer, only when an LLM is configured: without one nothing is queued
+    at all (the task would be a no-op)."""
+    return llm_review_configured() and enqueue(LLM_REVIEW)
 
 
 _deferred = threading.local()

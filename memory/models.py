@@ -2,7 +2,15 @@ from django.db import models
 
 from conversations.models import Conversation, Message
 from entities.models import Entity
-from memory.choices import MemoryAssertion, MemoryKind, MemoryScope, MemoryStatus
+from memory.choices import (
+    CollectionState,
+    ConflictStatus,
+    ForgetRequestStatus,
+    MemoryAssertion,
+    MemoryKind,
+    MemoryScope,
+    MemoryStatus,
+)
 from tenancy.identifiers import IdentifierField
 from tenancy.models import Org
 
@@ -55,7 +63,7 @@ class Memory(models.Model):
             models.Index(fields=["updated_at"]),  # re-embed catch-up and reconcile's grace window
             # Everything a recall snapshot reads of a user's active memories, in its order: the build
             # scans this index's run for the user instead of fetching each row from the table (at 1M
-            # memories a cold user's 2,000 rows sit on as many pages: memory/selectors/corpus.py).
+            # memories a cold user's 2,000 rows sit on as many pages: memory/recall/snapshot.py).
             models.Index(fields=["org", "user_id", "status", "created_at", "id", "kind", "scope", "conversation",
                                  "valid_from", "valid_to", "occurred_at", "importance", "access_count",
                                  "content_hash", "version"], name="memory_recall_snapshot_idx"),
@@ -127,7 +135,6 @@ class ForgetRule(models.Model):
 
 class ForgetRequest(models.Model):
     TARGETS = [(t, t) for t in ("memory", "query", "user", "org")]
-    STATUSES = [(s, s) for s in ("pending", "approved", "rejected", "executed")]
 
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="forget_requests")
     subject_user = IdentifierField(max_length=128, blank=True)  # whose memories
@@ -139,7 +146,7 @@ class ForgetRequest(models.Model):
     query = models.TextField(blank=True)
     matched_ids = models.JSONField(default=list, blank=True)  # the preview the user confirmed
     include_messages = models.BooleanField(default=False)
-    status = models.CharField(max_length=10, choices=STATUSES, default="pending")
+    status = models.CharField(max_length=10, choices=ForgetRequestStatus.choices, default=ForgetRequestStatus.PENDING)
     operator = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     decided_at = models.DateTimeField(null=True, blank=True)
@@ -195,7 +202,7 @@ class MemoryEmbedding(models.Model):
 
 
 class MemoryTerms(models.Model):
-    """What the read path needs of a memory's text (memory/keyword.py), read once by the projection
+    """What the read path needs of a memory's text (memory/recall/keyword.py), read once by the projection
     sync and kept beside its vectors, so that building a user's keyword index and ranking candidates
     never segments or tags a text (jieba is ~0.1 ms per memory, its tagger ~0.3 ms). A projection:
     deleted with the content on forget, rebuildable; `tokenizer` names the analyser that produced
@@ -225,12 +232,11 @@ class VectorCollection(models.Model):
     """One vector collection per embedding model; exactly one is live. Re-embedding builds a new
     one in the background and switches the live pointer atomically (DB row + index alias)."""
 
-    STATES = [(s, s) for s in ("building", "live", "retired")]
     name = models.CharField(max_length=200, unique=True)
     model_name = models.CharField(max_length=300)  # what get_embedder() loads
     model_id = models.CharField(max_length=100)
     dim = models.PositiveIntegerField()
-    state = models.CharField(max_length=10, choices=STATES, default="building")
+    state = models.CharField(max_length=10, choices=CollectionState.choices, default=CollectionState.BUILDING)
     created_at = models.DateTimeField(auto_now_add=True)
     switched_at = models.DateTimeField(null=True, blank=True)
     # The payload version every point of the collection carries (PAYLOAD_VERSION when it was created or
@@ -250,7 +256,7 @@ class VectorCollection(models.Model):
         cached = _LIVE_CACHE.get("row")
         if not fresh and cached is not None and now - cached[0] < LIVE_CACHE_SECONDS:
             return cached[1]
-        row = cls.objects.filter(state="live").first()
+        row = cls.objects.filter(state=CollectionState.LIVE).first()
         _LIVE_CACHE["row"] = (now, row)
         return row
 
@@ -265,12 +271,12 @@ class VectorCollection(models.Model):
         try:
             with transaction.atomic():
                 row, _ = cls.objects.get_or_create(name=name, defaults={"model_name": model_name, "model_id": model_id,
-                                                                       "dim": dim, "state": "live"})
+                                                                       "dim": dim, "state": CollectionState.LIVE})
         except IntegrityError:
             row = cls.objects.get(name=name)
-        if not cls.objects.filter(state="live").exists():
-            cls.objects.filter(id=row.id).update(state="live")
-            row.state = "live"
+        if not cls.objects.filter(state=CollectionState.LIVE).exists():
+            cls.objects.filter(id=row.id).update(state=CollectionState.LIVE)
+            row.state = CollectionState.LIVE
         cls.forget_cached_live()
         return cls.live(fresh=True)
 
@@ -280,15 +286,13 @@ class MemoryConflict(models.Model):
     Written by the write path when subject matching is uncertain (both kept, the newer ranks first);
     an operator resolves it: supersede the older, or keep both. Holds ids and scores, never text."""
 
-    STATUSES = [(s, s) for s in ("open", "superseded", "kept_both", "closed")]
-
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
     user_id = IdentifierField(max_length=128)
     older = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="conflicts_as_older")
     newer = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="conflicts_as_newer")
     score = models.FloatField(default=0.0)  # subject similarity that put the pair in the uncertain band
     signals = models.JSONField(default=dict, blank=True)  # the score parts, for explain and the console
-    status = models.CharField(max_length=12, choices=STATUSES, default="open")
+    status = models.CharField(max_length=12, choices=ConflictStatus.choices, default=ConflictStatus.OPEN)
     created_at = models.DateTimeField(auto_now_add=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
     resolved_by = models.CharField(max_length=200, blank=True)

@@ -87,17 +87,17 @@ def forget_request_execute(request_id: int) -> None:
     execute(request_id=request_id)
 
 
-# Maintenance (memory.maintenance). Those that touch vectors are VectorTasks: in the single-node
+# Maintenance (memory/projections/, memory/jobs/). Those that touch vectors are VectorTasks: in the single-node
 # topology they run in the process that owns the embedded shard; with a Qdrant server any worker can.
 
 
 @shared_task(base=VectorTask, ignore_result=True)
 def projections_reconcile_task(collection: str | None = None, fix: bool = True) -> dict:
     # No retry: beat runs this again in 5 minutes, and a run that overlaps another is skipped.
-    from memory import maintenance
-    from memory.maintenance_runs import maintenance_run
+    from memory.jobs.run_records import maintenance_run
+    from memory.projections.reconcile import projections_reconcile_once
 
-    return maintenance_run("projections_reconcile", lambda: maintenance.projections_reconcile_once(
+    return maintenance_run("projections_reconcile", lambda: projections_reconcile_once(
         collection=collection, fix=fix), where="worker")
 
 
@@ -107,33 +107,33 @@ def projections_reconcile_task(collection: str | None = None, fix: bool = True) 
 # Projection tasks wait behind them on the vector queue.
 @shared_task(base=VectorTask, acks_late=False, ignore_result=True)
 def projections_rebuild_task(batch: int = 500, optimize: bool = True) -> dict:
-    from memory import maintenance
+    from memory.projections.rebuild import projections_rebuild
 
-    counts = maintenance.projections_rebuild(batch=batch, optimize=optimize)
+    counts = projections_rebuild(batch=batch, optimize=optimize)
     logger.info("rebuild_projections done %s", counts)
     return counts
 
 
 @shared_task(base=VectorTask, acks_late=False, ignore_result=True)
 def reembed_task(model: str, batch: int = 256, optimize: bool = False) -> dict:
-    from memory import maintenance
+    from memory.projections.reembed import reembed
 
-    counts = maintenance.reembed(model=model, batch=batch, optimize=optimize)
+    counts = reembed(model=model, batch=batch, optimize=optimize)
     logger.info("reembed done %s", counts)
     return counts
 
 
 @shared_task(ignore_result=True)
 def extraction_resume_task() -> int:
-    from memory import maintenance
-    from memory.maintenance_runs import maintenance_run
+    from memory.jobs.lost_work_resume import extraction_resume
+    from memory.jobs.run_records import maintenance_run
 
-    return maintenance_run("extraction_resume", maintenance.extraction_resume, where="worker")
+    return maintenance_run("extraction_resume", extraction_resume, where="worker")
 
 
 @shared_task(ignore_result=True)
 def memories_expire_task() -> int:
-    from memory.maintenance_runs import maintenance_run
+    from memory.jobs.run_records import maintenance_run
     from memory.services.lifecycle import memories_expire
 
     return maintenance_run("memories_expire", memories_expire, where="worker")
@@ -141,7 +141,19 @@ def memories_expire_task() -> int:
 
 @shared_task(ignore_result=True)
 def memories_evict_task() -> int:
-    from memory.maintenance_runs import maintenance_run
+    from memory.jobs.run_records import maintenance_run
     from memory.services.lifecycle import memories_evict
 
     return maintenance_run("memories_evict", memories_evict, where="worker")
+
+
+@shared_task(ignore_result=True)
+def llm_review_task() -> dict:
+    # No retry: the next run (beat, LLM_REVIEW_EVERY_MINUTES) is the retry, and a run stops by itself
+    # when the LLM is down. Without an LLM configured it does nothing (and records no run).
+    from memory.jobs.run_records import maintenance_run
+    from memory.services.llm_review import llm_review_configured, llm_review_run
+
+    if not llm_review_configured():
+        return {"skipped": "no_llm"}
+    return maintenance_run("llm_review", llm_review_run, where="worker")

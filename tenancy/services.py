@@ -5,7 +5,7 @@ import secrets
 from django.db import transaction
 from django.utils import timezone
 
-from config.plain_reads import plain_instances
+from common.plain_reads import plain_instances
 from tenancy.models import ApiKey, AuditEvent, Org
 
 KEY_PREFIX = "mk"

@@ -109,10 +109,10 @@ def _clear_cache():
 
     from conversations import window_cache
     from memory.models import VectorCollection
-    from memory.selectors import corpus
+    from memory.recall import snapshot_cache
 
     cache.clear()
-    corpus.clear()
+    snapshot_cache.clear()
     window_cache.clear_local()
     VectorCollection.forget_cached_live()
     yield

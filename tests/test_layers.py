@@ -6,11 +6,11 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("config", "tenancy", "entities", "conversations", "memory", "console", "evaluation")
+PACKAGES = ("common", "config", "tenancy", "entities", "conversations", "memory", "console", "evaluation")
 
 # Low to high, as docs/architecture.md draws them; the longest matching prefix names a module's layer.
 APP_LAYERS = [
-    ("config.settings", "config.redis_guard", "config.plain_reads", "config.sqlite_stats", "config.server_timing"),
+    ("common", "config.settings"),
     ("tenancy",),
     ("entities",),
     ("conversations",),
@@ -22,15 +22,14 @@ APP_LAYERS = [
 ]
 # Inside memory/, low to high.
 MEMORY_LAYERS = [
-    ("memory", "memory.models", "memory.choices", "memory.thresholds", "memory.context_budget",
-     "memory.context_evidence", "memory.query_shape", "memory.keyword_zh", "memory.onnx_encoder",
-     "memory.maintenance_runs", "memory.beat", "memory.prompts", "memory.signal_confidence"),
+    ("memory", "memory.models", "memory.choices", "memory.thresholds", "memory.onnx_encoder",
+     "memory.jobs.run_records", "memory.jobs.beat_schedule", "memory.prompts"),
     ("memory.embeddings", "memory.vector_index", "memory.vectors", "memory.cache"),
-    ("memory.extraction", "memory.subjects", "memory.keyword", "memory.learn"),
-    ("memory.enqueue", "memory.access"),
-    ("memory.selectors", "memory.second_look"),
+    ("memory.extraction", "memory.subjects", "memory.learn"),
+    ("memory.enqueue",),
+    ("memory.selectors", "memory.recall"),
     ("memory.services", "memory.context"),
-    ("memory.projections", "memory.maintenance", "memory.warmup", "memory.scheduler"),
+    ("memory.projections", "memory.jobs"),
     ("memory.tasks", "memory.receivers", "memory.apps"),
     ("memory.api", "memory.mcp", "memory.mem0", "memory.management"),
 ]

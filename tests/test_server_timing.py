@@ -2,7 +2,7 @@
 served recall or context call in the order they ran, each a duration that fits inside `app`."""
 import pytest
 
-from config import server_timing
+from common import server_timing
 from tests.conversations.api_helpers import create_conversation
 
 pytestmark = pytest.mark.django_db
@@ -10,7 +10,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def timed(settings):
-    settings.MIDDLEWARE = ["config.server_timing.ServerTimingMiddleware", *settings.MIDDLEWARE]
+    settings.MIDDLEWARE = ["common.server_timing.ServerTimingMiddleware", *settings.MIDDLEWARE]
 
 
 def test_no_header_by_default(api):

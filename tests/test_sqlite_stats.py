@@ -4,7 +4,7 @@ when it has grown."""
 import pytest
 from django.db import connection
 
-from config import sqlite_stats
+from common import sqlite_stats
 from memory.services.memories import MemoryInput, memory_write
 
 pytestmark = [pytest.mark.django_db(transaction=True),

@@ -5,6 +5,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from common.actor import request_actor
 from conversations import selectors, services
 from conversations.api import serializers as s
 from tenancy.api import SeqCursorPagination
@@ -88,7 +89,7 @@ class ConversationAccessApi(APIView):
         data = s.AccessInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         services.conversation_access_set(conversation=conversation, user_id=data.validated_data["user"],
-                                         granted=self.grant, actor=f"api:{request.auth.prefix}:{request.user.user_id}")
+                                         granted=self.grant, actor=request_actor(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

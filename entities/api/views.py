@@ -5,15 +5,12 @@ from rest_framework.fields import IntegerField
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from common.actor import request_actor
 from entities import relations, selectors, services
 from entities.api import serializers as s
 from entities.models import EntityRelation
 from entities.policy import get_access_policy
 from tenancy.api import SeqCursorPagination
-
-
-def _actor(request) -> str:
-    return f"api:{request.auth.prefix}:{request.user.user_id}"
 
 
 def _visible_entity(request, type: str, external_id: str):
@@ -48,7 +45,7 @@ class EntityListUpsertApi(APIView):
     def post(self, request):
         data = s.EntityInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        entity, created = services.entity_upsert(org=request.user.org, actor=_actor(request), **data.validated_data)
+        entity, created = services.entity_upsert(org=request.user.org, actor=request_actor(request), **data.validated_data)
         return Response(s.EntityOutputSerializer(entity).data, status=201 if created else 200)
 
 
@@ -57,7 +54,7 @@ class EntityBulkUpsertApi(APIView):
     def post(self, request):
         data = s.EntityBulkInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        rows = services.entities_bulk_upsert(org=request.user.org, items=data.validated_data["entities"], actor=_actor(request))
+        rows = services.entities_bulk_upsert(org=request.user.org, items=data.validated_data["entities"], actor=request_actor(request))
         return Response(s.EntityOutputSerializer([e for e, _ in rows], many=True).data, status=status.HTTP_201_CREATED)
 
 
@@ -70,7 +67,7 @@ class EntityDetailApi(APIView):
 class EntityDeactivateApi(APIView):
     @extend_schema(request=None, responses=s.EntityOutputSerializer)
     def post(self, request, type: str, external_id: str):
-        entity = services.entity_deactivate(entity=_visible_entity(request, type, external_id), actor=_actor(request))
+        entity = services.entity_deactivate(entity=_visible_entity(request, type, external_id), actor=request_actor(request))
         return Response(s.EntityOutputSerializer(entity).data)
 
 
@@ -83,7 +80,7 @@ class EntityAccessApi(APIView):
         entity = selectors.entity_get(org=request.user.org, type=type, external_id=external_id)
         data = s.EntityAccessInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        services.entity_access_set(entity=entity, user_id=data.validated_data["user"], granted=self.grant, actor=_actor(request))
+        services.entity_access_set(entity=entity, user_id=data.validated_data["user"], granted=self.grant, actor=request_actor(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -106,7 +103,7 @@ class RelationUpsertApi(APIView):
         data = s.RelationInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
-            result = relations.relation_upsert(org=request.user.org, actor=_actor(request), **data.validated_data)
+            result = relations.relation_upsert(org=request.user.org, actor=request_actor(request), **data.validated_data)
         except relations.RelationError as exc:
             return _relation_error(exc)
         return Response(s.RelationOutputSerializer(result.relation).data, status=201 if result.created else 200)
@@ -119,7 +116,7 @@ class RelationBulkUpsertApi(APIView):
         data.is_valid(raise_exception=True)
         try:
             rows = relations.relations_bulk_upsert(org=request.user.org, items=data.validated_data["relations"],
-                                                   actor=_actor(request))
+                                                   actor=request_actor(request))
         except relations.RelationError as exc:
             return _relation_error(exc)  # the batch is one transaction: nothing of it was stored
         return Response(s.RelationOutputSerializer([r.relation for r in rows], many=True).data, status=status.HTTP_201_CREATED)
@@ -131,7 +128,7 @@ class RelationEndApi(APIView):
         data = s.RelationEndInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
-            ended = relations.relations_end(org=request.user.org, items=data.validated_data["relations"], actor=_actor(request))
+            ended = relations.relations_end(org=request.user.org, items=data.validated_data["relations"], actor=request_actor(request))
         except relations.RelationError as exc:
             return _relation_error(exc)
         return Response({"ended": ended})
@@ -145,7 +142,7 @@ class RelationDetailApi(APIView):
             "from_entity", "to_entity", "org").first()
         if relation is None:
             raise Http404
-        return Response(s.RelationOutputSerializer(relations.relation_end(relation=relation, actor=_actor(request))).data)
+        return Response(s.RelationOutputSerializer(relations.relation_end(relation=relation, actor=request_actor(request))).data)
 
 
 class EntityNeighboursApi(APIView):

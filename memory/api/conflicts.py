@@ -9,18 +9,20 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from common.actor import request_actor
 from memory.api.serializers import MemoryItemOutputSerializer
+from memory.choices import ConflictStatus
 from memory.models import MemoryConflict
 from memory.selectors import conflict_list
 from memory.services.conflicts import RESOLUTIONS, ConflictStateError, conflict_resolve
 from tenancy.schema import CONFLICT
 
 MAX_LIMIT = 500
-STATUSES = [s for s, _ in MemoryConflict.STATUSES]
+STATUSES = ConflictStatus.values
 
 
 class ConflictListParamsSerializer(serializers.Serializer):
-    status = serializers.ChoiceField(choices=STATUSES, default="open")
+    status = serializers.ChoiceField(choices=STATUSES, default=ConflictStatus.OPEN)
     limit = serializers.IntegerField(min_value=1, max_value=MAX_LIMIT, default=100)
 
 
@@ -49,10 +51,6 @@ class ConflictListOutputSerializer(serializers.Serializer):
     results = ConflictOutputSerializer(many=True)
 
 
-def _actor(request) -> str:
-    return f"api:{request.auth.prefix}:{request.user.user_id}"
-
-
 class ConflictListApi(APIView):
     @extend_schema(parameters=[OpenApiParameter("status", str, enum=STATUSES, required=False),
                                OpenApiParameter("limit", int, required=False)],
@@ -75,7 +73,7 @@ class ConflictResolveApi(APIView):
         data.is_valid(raise_exception=True)
         try:
             conflict = conflict_resolve(org=request.user.org, conflict_id=conflict_id, action=data.validated_data["action"],
-                                        operator=_actor(request), actor_kind="api")
+                                        operator=request_actor(request), actor_kind="api")
         except ConflictStateError as exc:
             return Response({"detail": str(exc), "code": "conflict"}, status=409)
         conflict = MemoryConflict.objects.select_related("older", "newer").get(id=conflict.id)

@@ -41,8 +41,7 @@ def recall_body(result, *, explain: bool) -> dict:
 
 def context_request(*, org, user_id: str, conversation, v: dict):
     """The assembly request from a validated ContextInputSerializer (REST and MCP alike)."""
-    from memory.context import ContextRequest
-    from memory.context_evidence import Evidence
+    from memory.context import ContextRequest, Evidence
 
     return ContextRequest(
         org=org, user_id=user_id, conversation=conversation, message=v["message"], budget=v.get("budget"),

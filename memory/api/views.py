@@ -7,22 +7,19 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config import server_timing
-from conversations.models import Message
-from conversations.selectors import conversation_get
+from common import server_timing
+from common.actor import request_actor
+from conversations.selectors import conversation_get, message_in_org
 from entities.selectors import entity_ids_from_refs
 from memory import selectors, services
 from memory.api import serializers as s
 from memory.api.presenters import context_data, context_request, recall_body
 from memory.choices import MemoryStatus
+from memory.recall import RecallQuery, recall
 from memory.services.memories import MemoryInput, SourceRef
 from tenancy.api import SeqCursorPagination
 from tenancy.idempotency import idempotent
 from tenancy.schema import CONFLICT, IDEMPOTENCY_KEY
-
-
-def _actor(request) -> str:
-    return f"api:{request.auth.prefix}:{request.user.user_id}"
 
 
 def _entity_ids(request, refs: list[str], field: str = "entities") -> list[int]:
@@ -68,7 +65,7 @@ class MemoryListCreateApi(APIView):
         for src in v["sources"]:
             message_id, conversation_id = src.get("message_id"), None
             if message_id:
-                message = Message.objects.filter(id=message_id, org=org).select_related("conversation").first()
+                message = message_in_org(org=org, message_id=message_id)
                 if message is None:
                     raise ValidationError({"sources": [f"Unknown message {message_id}."]})
                 conversation_get(org=org, user_id=user_id, conversation_id=message.conversation_id)  # readable?
@@ -78,7 +75,7 @@ class MemoryListCreateApi(APIView):
             org=org, user_id=user_id, kind=v["kind"], content=v["content"], assertion=v["assertion"],
             slot_key=v.get("key"), importance=v["importance"], valid_from=v.get("valid_from"), valid_to=v.get("valid_to"),
             occurred_at=v.get("occurred_at"), created_at=v.get("at"), entity_ids=_entity_ids(request, v["entities"]),
-            sources=sources, created_by="api", actor=_actor(request),
+            sources=sources, created_by="api", actor=request_actor(request),
         ))
         body = {"action": outcome.action, "memory": s.MemoryOutputSerializer(outcome.memory).data if outcome.memory else None,
                 "superseded": outcome.superseded}
@@ -105,9 +102,9 @@ class MemoryDetailApi(APIView):
                              "code": "conflict"}, status=409)
         changes = {k: v for k, v in data.validated_data.items() if v is not None}
         if "content" in changes:
-            memory = services.memory_update(memory_id=memory.id, actor=_actor(request), **changes)
+            memory = services.memory_update(memory_id=memory.id, actor=request_actor(request), **changes)
         else:  # what is said about the memory, not what it says: no new content version
-            memory = services.memory_annotate(memory_id=memory.id, actor=_actor(request), **changes)
+            memory = services.memory_annotate(memory_id=memory.id, actor=request_actor(request), **changes)
         return Response(s.MemoryOutputSerializer(memory).data)
 
 
@@ -129,7 +126,7 @@ class MemoryInvalidateApi(APIView):
         data.is_valid(raise_exception=True)
         if memory.status not in (MemoryStatus.ACTIVE, MemoryStatus.INVALIDATED):
             return Response({"detail": f"Memory is {memory.status}.", "code": "conflict"}, status=409)
-        memory = services.memory_invalidate(memory_id=memory.id, reason=data.validated_data["reason"], actor=_actor(request))
+        memory = services.memory_invalidate(memory_id=memory.id, reason=data.validated_data["reason"], actor=request_actor(request))
         return Response(s.MemoryOutputSerializer(memory).data)
 
 
@@ -148,7 +145,7 @@ class RecallApi(APIView):
                 conversation_get(org=org, user_id=user_id, conversation_id=conversation_id)
             except Http404:
                 raise ValidationError({"conversation_id": ["Unknown conversation."]})
-        result = selectors.recall(selectors.RecallQuery(
+        result = recall(RecallQuery(
             org=org, user_id=user_id, query=v["query"], k=v["k"], kinds=v.get("kinds"),
             entity_ids=_entity_ids(request, v["entities"]), at=v.get("at"), conversation_id=conversation_id,
             include_episodes=v["include_episodes"], explain=v["explain"]))
@@ -218,7 +215,7 @@ class ForgetPreviewApi(APIView):
 class ForgetApi(APIView):
     @extend_schema(request=s.ForgetInputSerializer, responses={201: s.ForgetRequestOutputSerializer})
     def post(self, request):
-        from memory.services.forget import forget_request_create
+        from memory.services.forget import forget_request_for_caller
 
         data = s.ForgetInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -229,10 +226,9 @@ class ForgetApi(APIView):
         missing = sorted(set(v["memory_ids"]) - owned)
         if missing:
             raise ValidationError({"memory_ids": [f"Unknown memory {i}." for i in missing]})
-        target = "user" if v["everything"] else ("query" if v["query"] else "memory")
-        include_messages = v["include_messages"] if v["include_messages"] is not None else target != "memory"
-        req = forget_request_create(org=org, subject_user=user_id, requested_by=_actor(request), target=target,
-                                    memory_ids=sorted(owned), query=v["query"], include_messages=include_messages)
+        req = forget_request_for_caller(org=org, user_id=user_id, requested_by=request_actor(request),
+                                        memory_ids=sorted(owned), query=v["query"], everything=v["everything"],
+                                        include_messages=v["include_messages"])
         req.refresh_from_db()
         return Response(_forget_request_data(req), status=status.HTTP_201_CREATED)
 

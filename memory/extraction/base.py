@@ -17,7 +17,6 @@ from memory.choices import EXTRACTED_KINDS, MemoryAssertion, MemoryScope
 __all__ = [
     "ASSERTIONS", "CHANGES", "KINDS", "OPERATIONS", "SCOPES",
     "Candidate", "ExistingMemory", "ExtractionInput", "ExtractionResult", "Extractor",
-    "setting",
 ]
 
 KINDS = frozenset(EXTRACTED_KINDS)
@@ -100,20 +99,3 @@ class Extractor(ABC):
 
     @abstractmethod
     def extract(self, inp: ExtractionInput) -> ExtractionResult: ...
-
-
-def setting(name: str, default: Any) -> Any:
-    """Read a Django setting at call time; outside a configured Django process use the default.
-
-    Extraction is also used by scripts and pure-Python tests where settings are not configured,
-    so ImproperlyConfigured must not escape from here.
-    """
-    try:
-        from django.conf import settings
-        from django.core.exceptions import ImproperlyConfigured
-    except ImportError:  # pragma: no cover - Django is a hard dependency of the service
-        return default
-    try:
-        return getattr(settings, name, default)
-    except ImproperlyConfigured:
-        return default

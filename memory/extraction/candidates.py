@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from conversations.textutil import clean, detect_lang, split_speaker
+from common.text import clean, detect_lang, split_speaker
 from memory.extraction.base import Candidate, ExistingMemory, ExtractionInput
 from memory.extraction.importance import importance_for
 from memory.extraction.lexicon import Lexicon

@@ -6,7 +6,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from memory.extraction.base import Extractor, setting
+from common.setting import setting
+from memory.extraction.base import Extractor
 from memory.extraction.llm import LLMExtractor
 from memory.extraction.rules import RuleExtractor
 

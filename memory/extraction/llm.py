@@ -19,7 +19,8 @@ from typing import Any
 import httpx
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_fixed
 
-from memory.extraction.base import ExtractionInput, ExtractionResult, Extractor, setting
+from common.setting import setting
+from memory.extraction.base import ExtractionInput, ExtractionResult, Extractor
 from memory.extraction.llm_output import InvalidOutput, parse_output
 from memory.extraction.rules import RuleExtractor
 from memory.extraction.rules_en import EN

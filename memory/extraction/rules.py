@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, time, timedelta
 
-from conversations.textutil import clean, split_message_sentences, split_speaker
+from common.text import clean, split_message_sentences, split_speaker
 from memory.extraction.base import Candidate, ExtractionInput, ExtractionResult, Extractor
 from memory.extraction.candidates import (
     MAX_SENTENCE_CHARS,

@@ -3,7 +3,7 @@ the kind of value, with jieba separating the subject words from pronouns, time w
 instruction verbs around them."""
 from __future__ import annotations
 
-from conversations.textutil import pos_cut
+from common.text import pos_cut
 from memory.extraction.patterns import load_patterns
 from memory.extraction.slots import SlotParts, tech_category, value_slot
 

@@ -1,5 +1,5 @@
 """Text helpers of the extraction rules. The language test, sentence split, cleaning, speaker labels
-and jieba access they share with the rest of the service are in conversations/textutil.py."""
+and jieba access they share with the rest of the service are in common/text/."""
 from __future__ import annotations
 
 import re

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from conversations.textutil import detect_lang
+from common.text import detect_lang
 from memory.extraction.patterns import load_patterns
 from memory.extraction.rules_en import EN
 from memory.extraction.rules_zh import ZH

@@ -24,7 +24,7 @@ from memory.api import serializers as s
 from memory.api.presenters import context_data, context_request, recall_body
 from memory.choices import MemoryKind
 from memory.context import ContextBudgetError, assemble_context
-from memory.selectors import RecallQuery, recall
+from memory.recall import RecallQuery, recall
 from tenancy.authentication import ApiPrincipal
 
 logger = logging.getLogger(__name__)

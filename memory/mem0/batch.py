@@ -4,7 +4,7 @@ from django.http import Http404
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
-from memory.choices import MemoryStatus
+from memory.choices import ForgetRequestStatus, MemoryStatus
 from memory.mem0 import serializers as s
 from memory.mem0.views import Mem0Api, _actor, _forget_answer, _load, _update
 from memory.models import Memory
@@ -46,7 +46,7 @@ class BatchApi(Mem0Api):
         requests = [forget_request_create(org=request.user.org, subject_user=owner, requested_by=_actor(request, owner),
                                           target="memory", memory_ids=ids, include_messages=False, via="api",
                                           execute_inline=True) for owner, ids in sorted(by_owner.items())]
-        pending = [r for r in requests if r.status != "executed"]
+        pending = [r for r in requests if r.status != ForgetRequestStatus.EXECUTED]
         if pending:
             return _forget_answer(pending[0], "")
         return Response({"message": f"Successfully deleted {sum(map(len, by_owner.values()))} memories."})

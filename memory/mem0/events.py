@@ -7,7 +7,7 @@ SUCCEEDED when it answers. A lost extraction task is queued again by the reconci
 an event does not stay PENDING for good; nothing here is a second copy that could drift."""
 from django.db.models import Max, Min
 
-from conversations.models import Message
+from conversations.selectors import messages_by_ref
 from memory.choices import MemoryKind, MemoryStatus
 from memory.models import Mem0AddEvent, Memory, MemorySource
 
@@ -16,7 +16,7 @@ def event_status(event: Mem0AddEvent) -> tuple[str, dict]:
     """(status, timings) of an add."""
     if not event.infer:
         return "SUCCEEDED", {"started_at": event.created_at, "completed_at": event.created_at}
-    rows = Message.objects.filter(org_id=event.org_id, conversation_id=event.conversation_id, external_ref=event.ref)
+    rows = messages_by_ref(org_id=event.org_id, conversation_id=event.conversation_id, external_ref=event.ref)
     total = rows.count()
     done = rows.filter(extracted_at__isnull=False)
     finished = done.count()

@@ -15,18 +15,22 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from common.actor import request_actor
 from conversations.models import Conversation
 from conversations.selectors import messages_stored
 from conversations.services import messages_append
 from memory import selectors, services
-from memory.choices import MemoryAssertion, MemoryKind, MemoryStatus
+from memory.choices import ForgetRequestStatus, MemoryAssertion, MemoryKind, MemoryStatus
 from memory.mem0 import serializers as s
 from memory.mem0.events import event_results, event_status
 from memory.mem0.identity import HasApiKey, Mem0BadRequest, Mem0NotSupported, Mem0TokenAuthentication, acting_user, may_name_users, user_pin
 from memory.mem0.scoping import ENTITY_KEYS, Filters, apply_filters, conversation_for, conversations_matching, parse_filters, parse_when
 from memory.models import Mem0AddEvent, Memory
+from memory.recall import RecallQuery, recall
 from memory.selectors.memories import forget_rules_latest
+from memory.selectors.supersede_chain import supersede_chain
 from memory.services.forget import forget_request_create
+from memory.services.mem0_events import mem0_add_event_create
 from memory.services.memories import MemoryInput, SourceRef
 
 
@@ -62,7 +66,7 @@ class Mem0Api(APIView):
 
 
 def _actor(request, user_id: str) -> str:
-    return f"mem0:{request.auth.prefix}:{user_id}"
+    return request_actor(request, protocol="mem0", user_id=user_id)
 
 
 def _entity_filters(v: dict) -> Filters:
@@ -118,9 +122,8 @@ class AddApi(Mem0Api):
         at = datetime.fromtimestamp(v["timestamp"], tz=dt_timezone.utc) if "timestamp" in v else timezone.now()
         with transaction.atomic():  # the conversation, the event and its messages or memories: all or nothing
             conversation = conversation_for(org=org, user_id=user_id, agent_id=filters.agent_id, run_id=filters.run_id)
-            event = Mem0AddEvent.objects.create(event_id=uuid.uuid4(), org=org, user_id=user_id, conversation=conversation,
-                                                infer=v["infer"], metadata=v.get("metadata") or {},
-                                                message_count=len(v["messages"]))
+            event = mem0_add_event_create(org=org, user_id=user_id, conversation=conversation, infer=v["infer"],
+                                          metadata=v.get("metadata") or {}, message_count=len(v["messages"]))
             if v["infer"]:
                 fresh = _not_replayed(conversation, user_id, v["messages"])
                 # The normal write path: append, then extraction on commit (forget rules, dedup, supersede, sources).
@@ -165,7 +168,7 @@ class SearchApi(Mem0Api):
             ids = list(conversations_matching(org=org, user_id=user_id, filters=filters).values_list("id", flat=True)[:2])
             conversation_id = ids[0] if len(ids) == 1 else None  # makes that run's task-scoped memories eligible
         narrowed = filters.scoped or filters.dates or v.get("threshold") is not None
-        result = selectors.recall(selectors.RecallQuery(
+        result = recall(RecallQuery(
             org=org, user_id=user_id, query=v["query"], k=settings.MAX_RECALL_K if narrowed else v["top_k"], at=at,
             conversation_id=conversation_id, include_episodes=False))
         items = result.items
@@ -227,7 +230,7 @@ def _load(request, memory_id: str, *, allow_superseded: bool = True) -> Memory:
 
 
 def _forget_answer(req, done: str) -> Response:
-    if req.status == "executed":
+    if req.status == ForgetRequestStatus.EXECUTED:
         return Response({"message": done})
     return Response({"message": "Deletion is waiting for an operator's approval (this org reviews forget requests).",
                      "status": req.status, "forget_request_id": str(req.id)}, status=status.HTTP_202_ACCEPTED)
@@ -261,12 +264,8 @@ class MemoryDetailApi(Mem0Api):
     def delete(self, request, memory_id: str):
         memory = _load(request, memory_id)
         ids = [memory.id]
-        if _flag(request.query_params.get("delete_linked"), "delete_linked"):
-            frontier = [memory.id]
-            while frontier:  # the memories it superseded, transitively
-                frontier = list(Memory.objects.filter(org=memory.org, user_id=memory.user_id, superseded_by_id__in=frontier)
-                                .exclude(id__in=ids).values_list("id", flat=True))
-                ids += frontier
+        if _flag(request.query_params.get("delete_linked"), "delete_linked"):  # what it superseded, transitively
+            ids += [m.id for m in supersede_chain(memory=memory, same_owner=True, newer=False).older]
         req = forget_request_create(org=memory.org, subject_user=memory.user_id, requested_by=_actor(request, memory.user_id),
                                     target="memory", memory_ids=ids, include_messages=False, via="api", execute_inline=True)
         return _forget_answer(req, "Memory deleted successfully!")

@@ -9,7 +9,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from memory.choices import MemoryStatus
+from memory.choices import CollectionState, MemoryStatus
 from memory.embeddings import Embedder, collection_name_for, get_embedder
 from memory.models import LIVE_CACHE_SECONDS, PAYLOAD_VERSION, Memory, VectorCollection
 from memory.projections.batch import (
@@ -53,12 +53,12 @@ def _prepare_target(embedder: Embedder, model: str, index: VectorIndex, live_nam
     if row is None:
         # model_name is what get_embedder() loads again (memory_sync re-encodes with it after the switch).
         row = VectorCollection.objects.create(name=name, model_name=model, model_id=embedder.model_id,
-                                              dim=embedder.dim, state="building")
+                                              dim=embedder.dim, state=CollectionState.BUILDING)
     else:
         # Emptied above and refilled by this code: its points will carry this payload version.
-        VectorCollection.objects.filter(id=row.id).update(state="building", switched_at=None, model_name=model,
+        VectorCollection.objects.filter(id=row.id).update(state=CollectionState.BUILDING, switched_at=None, model_name=model,
                                                            payload_version=PAYLOAD_VERSION)
-        row.state, row.model_name, row.payload_version = "building", model, PAYLOAD_VERSION
+        row.state, row.model_name, row.payload_version = CollectionState.BUILDING, model, PAYLOAD_VERSION
     return row
 
 
@@ -85,9 +85,9 @@ def _switch(target: VectorCollection, index: VectorIndex) -> None:
     """DB states and the index pointer in one step: if the pointer cannot be written the DB change
     rolls back; if the commit fails after it, reconcile points the index back at the DB's choice."""
     with transaction.atomic():
-        list(VectorCollection.objects.select_for_update().filter(Q(state="live") | Q(id=target.id)))
-        VectorCollection.objects.filter(state="live").exclude(id=target.id).update(state="retired")
-        VectorCollection.objects.filter(id=target.id).update(state="live", switched_at=timezone.now())
+        list(VectorCollection.objects.select_for_update().filter(Q(state=CollectionState.LIVE) | Q(id=target.id)))
+        VectorCollection.objects.filter(state=CollectionState.LIVE).exclude(id=target.id).update(state=CollectionState.RETIRED)
+        VectorCollection.objects.filter(id=target.id).update(state=CollectionState.LIVE, switched_at=timezone.now())
         index.set_live(target.name)
     VectorCollection.forget_cached_live()  # this process follows at once; others within LIVE_CACHE_SECONDS
 

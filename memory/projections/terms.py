@@ -1,12 +1,12 @@
 """Keep each memory's keyword terms and text verdicts (MemoryTerms) in step with its version: one bulk
 upsert per batch, beside the vector upsert, so recall's snapshots are built from stored terms
-(memory/keyword.py, memory/selectors/corpus.py)."""
+(memory/recall/keyword.py, memory/recall/snapshot.py)."""
 from typing import Any
 
 from django.db import connection
 
-from memory.keyword import terms_rows
 from memory.models import MemoryTerms
+from memory.recall.keyword import terms_rows
 
 
 def terms_sync(memories) -> None:

@@ -1,5 +1,5 @@
 """Read path of long-term memory."""
-from memory.selectors.maintenance import EXTRACTABLE_ROLES, backlog_counts, extraction_pending  # noqa: F401
+from memory.selectors.backlog import EXTRACTABLE_ROLES, backlog_counts, extraction_pending  # noqa: F401
 from memory.selectors.memories import (  # noqa: F401
     conflict_list,
     memory_get,
@@ -8,4 +8,3 @@ from memory.selectors.memories import (  # noqa: F401
     projection_lag,
     queue_depths,
 )
-from memory.selectors.recall_pipeline import RecallItem, RecallQuery, RecallResult, recall  # noqa: F401

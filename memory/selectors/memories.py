@@ -3,7 +3,7 @@ from datetime import datetime
 from django.db.models import Exists, F, Max, OuterRef, Q, QuerySet
 from django.http import Http404
 
-from memory.choices import MemoryKind, MemoryStatus
+from memory.choices import ConflictStatus, MemoryKind, MemoryStatus
 from memory.models import ForgetRule, Memory, MemoryConflict, MemoryVersion
 from tenancy.models import Org
 
@@ -68,7 +68,7 @@ def queue_depths() -> dict[str, int]:
         return {}
     import redis
 
-    from config.redis_guard import GuardedConnection
+    from common.redis_guard import GuardedConnection
 
     # A fresh client per call (a probe, not the request path), with the broker's timeouts and breaker.
     client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=settings.BROKER_SOCKET_TIMEOUT,
@@ -88,12 +88,12 @@ def projection_lag() -> dict:
     return {"lagging_memories": lagging, "queue_depth": queue_depth, "queues": queues}
 
 
-def conflict_list(*, org: Org, user_id: str | None = None, status: str = "open") -> QuerySet[MemoryConflict]:
+def conflict_list(*, org: Org, user_id: str | None = None, status: str = ConflictStatus.OPEN) -> QuerySet[MemoryConflict]:
     """Open conflicts are those whose two memories are both still active."""
     qs = MemoryConflict.objects.filter(org=org, status=status).select_related("older", "newer")
     if user_id is not None:
         qs = qs.filter(user_id=user_id)
-    if status == "open":
+    if status == ConflictStatus.OPEN:
         qs = qs.filter(older__status=MemoryStatus.ACTIVE, newer__status=MemoryStatus.ACTIVE)
     return qs
 
@@ -102,3 +102,10 @@ def forget_rules_latest(*, org: Org, user_id: str) -> datetime | None:
     """When the newest forget rule that applies to this user (its own, or the org's) was made."""
     return (ForgetRule.objects.filter(org=org).filter(Q(user_id=user_id) | Q(user_id__isnull=True))
             .aggregate(latest=Max("created_at"))["latest"])
+
+
+def conflicts_open_count() -> int:
+    """Open possible conflicts whose two memories are both still active (the dashboard's figure and
+    its time series)."""
+    return MemoryConflict.objects.filter(status=ConflictStatus.OPEN, older__status=MemoryStatus.ACTIVE,
+                                         newer__status=MemoryStatus.ACTIVE).count()

@@ -8,7 +8,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from memory.choices import MemoryStatus
+from memory.choices import ConflictStatus, MemoryStatus
 from memory.enqueue import sync_after_commit
 from memory.models import Memory, MemoryConflict
 from tenancy.db import retry_on_contention
@@ -42,14 +42,14 @@ def conflict_resolve(*, org: Org, conflict_id: int, action: str, operator: str,
         raise ValueError(f"action must be one of {', '.join(RESOLUTIONS)}")
     with transaction.atomic():
         conflict = MemoryConflict.objects.select_for_update().get(id=conflict_id, org=org)
-        if conflict.status != "open":
+        if conflict.status != ConflictStatus.OPEN:
             raise ConflictStateError(f"conflict {conflict.id} is {conflict.status}")
         now = timezone.now()
         if action == "supersede":
             older = Memory.objects.select_for_update().get(id=conflict.older_id)
             newer = Memory.objects.select_for_update().get(id=conflict.newer_id)
             if older.status != MemoryStatus.ACTIVE or newer.status != MemoryStatus.ACTIVE:
-                conflict.status, conflict.resolved_at, conflict.resolved_by = "closed", now, operator[:200]
+                conflict.status, conflict.resolved_at, conflict.resolved_by = ConflictStatus.CLOSED, now, operator[:200]
                 conflict.save(update_fields=["status", "resolved_at", "resolved_by"])
                 raise ConflictStateError(f"conflict {conflict.id}: a memory of the pair is no longer active")
             Memory.objects.filter(id=older.id).update(status=MemoryStatus.SUPERSEDED, superseded_by=newer, active_hash=None,
@@ -59,7 +59,7 @@ def conflict_resolve(*, org: Org, conflict_id: int, action: str, operator: str,
             audit_record(org=org, actor=operator, actor_kind=actor_kind, action="memory.supersede",
                          target_type="memory", target_id=str(older.id),
                          detail={"superseded_by": newer.id, "conflict": conflict.id, "version": older.version})
-        conflict.status = "superseded" if action == "supersede" else "kept_both"
+        conflict.status = ConflictStatus.SUPERSEDED if action == "supersede" else ConflictStatus.KEPT_BOTH
         conflict.resolved_at, conflict.resolved_by = now, operator[:200]
         conflict.save(update_fields=["status", "resolved_at", "resolved_by"])
         audit_record(org=org, actor=operator, actor_kind=actor_kind, action=f"conflict.{action}",

@@ -6,10 +6,9 @@ from dataclasses import dataclass
 import numpy as np
 from django.conf import settings
 
-from conversations.textutil import cjk_ratio
-from memory.choices import MemoryScope, MemoryStatus
+from common.text import is_cjk
+from memory.choices import SUBJECT_KINDS, MemoryScope, MemoryStatus
 from memory.models import Memory, MemoryEmbedding
-from memory.services.subject_tier import STANDING_KINDS
 from memory.vectors import active_embedder, from_bytes, similarity
 from tenancy.models import Org
 
@@ -31,7 +30,7 @@ def whole(memory: Memory | NearMemory) -> Memory:
 
 @functools.lru_cache(maxsize=8192)  # the same window's contents are scored again on every write
 def _is_cjk(content: str) -> bool:
-    return cjk_ratio(content) >= 0.3
+    return is_cjk(content)
 
 
 def similar_active(org: Org, user_id: str, kind: str, scope: str, conversation_id: int | None, slot_key: str | None,
@@ -40,7 +39,7 @@ def similar_active(org: Org, user_id: str, kind: str, scope: str, conversation_i
     slot key plus the most recent SEMANTIC_DEDUP_WINDOW others (bounded work per write)."""
     # A standing statement is compared with every standing memory: "提醒我的时候用短信" (fact) and
     # "以后都用微信提醒我" (preference) are about one subject.
-    kinds = sorted(STANDING_KINDS) if kind in STANDING_KINDS and scope == MemoryScope.USER else [kind]
+    kinds = sorted(SUBJECT_KINDS) if kind in SUBJECT_KINDS and scope == MemoryScope.USER else [kind]
     base = Memory.objects.filter(org=org, user_id=user_id, kind__in=kinds, scope=scope, status=MemoryStatus.ACTIVE)
     if scope == MemoryScope.TASK:
         base = base.filter(conversation_id=conversation_id)
@@ -55,7 +54,7 @@ def similar_active(org: Org, user_id: str, kind: str, scope: str, conversation_i
     if not pairs:
         return []
     stored = np.vstack([from_bytes(blob) for _, blob in pairs])
-    query_cjk = cjk_ratio(content) >= 0.3
+    query_cjk = is_cjk(content)
     cjk = np.array([query_cjk or _is_cjk(rows[memory_id].content) for memory_id, _ in pairs])
     embedder = active_embedder()
     sims = np.where(cjk, similarity(embedder, vector, stored, cjk=True), similarity(embedder, vector, stored, cjk=False))

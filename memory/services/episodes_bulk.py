@@ -12,7 +12,7 @@ import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 
-from conversations.textutil import content_hash
+from common.text import content_hash
 from memory.choices import MemoryKind
 from memory.enqueue import sync_after_commit
 from memory.models import EntityLink, MemoryEmbedding, MemorySource, MemoryVersion

@@ -4,14 +4,13 @@ import uuid
 from datetime import timedelta
 
 from django.conf import settings
-from django.utils import timezone
 
 from conversations.models import EntityMention, Message
-from conversations.services import message_mark_do_not_remember, message_mark_extracted
+from conversations.services import message_mark_do_not_remember, message_mark_extracted, messages_mark_extracted
 from memory.choices import MemoryAssertion, MemoryKind, MemoryScope, MemoryStatus
 from memory.enqueue import MESSAGES_EXTRACT, enqueue, projections_deferred
 from memory.models import Memory
-from memory.selectors.maintenance import EXTRACTABLE_ROLES
+from memory.selectors.backlog import EXTRACTABLE_ROLES
 from memory.services.extraction_inputs import existing_for, recent_turns
 from memory.services.gate_vectors import GateVectors
 from memory.services.memories import MemoryInput, SourceRef, memory_invalidate, memory_restated, memory_write
@@ -192,7 +191,7 @@ def _messages_extract_batch(messages: list[Message], todo: list[Message], *, ree
             key = f"episode_{outcome.action}"
             totals[key] = totals.get(key, 0) + 1
         if batch.marked:
-            Message.objects.filter(id__in=batch.marked).update(extracted_at=timezone.now())
+            messages_mark_extracted(message_ids=list(batch.marked))
     logger.info("extracted batch messages=%s encoded=%s episodes=%s outcomes=%s", len(todo), len(keys) + len(later),
                 len(batch.episodes), totals)
     return totals

@@ -31,7 +31,7 @@ import numpy as np
 from django.conf import settings
 
 from conversations.models import EntityMention, Message
-from memory.selectors.maintenance import EXTRACTABLE_ROLES
+from memory.selectors.backlog import EXTRACTABLE_ROLES
 from memory.services.extraction_inputs import EXISTING_SHOWN, RECENT_TURNS, existing_for, recent_turns
 from memory.services.gate_vectors import GateVectors
 
@@ -117,8 +117,8 @@ class Batch:
         """The texts a local extractor's candidates will embed, read against the memories as they
         stand before the batch (a later message may see more; what it then writes is encoded alone):
         each candidate's content and, for a standing one, its value-masked form."""
+        from memory.choices import SUBJECT_KINDS
         from memory.extraction import ExtractionInput
-        from memory.subjects.match import STANDING_KINDS
         from memory.subjects.parts import parse
 
         texts = []
@@ -134,7 +134,7 @@ class Batch:
                 if c.operation == "NOOP":
                     continue
                 texts.append(c.content)
-                if c.kind in STANDING_KINDS and c.scope != "task":
+                if c.kind in SUBJECT_KINDS and c.scope != "task":
                     self.masked.append(parse(c.content[: settings.MAX_MEMORY_CHARS], c.subject).masked)
         return texts
 

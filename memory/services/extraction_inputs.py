@@ -3,7 +3,7 @@ an LLM can name one to update) and the conversation's last turns."""
 from conversations.models import Message
 from memory.choices import MemoryKind, MemoryScope, MemoryStatus
 from memory.models import Memory
-from memory.selectors.maintenance import EXTRACTABLE_ROLES
+from memory.selectors.backlog import EXTRACTABLE_ROLES
 
 EXISTING_SHOWN = 20  # memories shown to the extractor (with short ids) for update/supersede decisions
 RECENT_TURNS = 4

@@ -10,15 +10,16 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from conversations.models import Conversation, HistorySummary, Message
-from conversations.services import messages_redact
+from conversations.models import Conversation, Message
+from conversations.services import messages_redact, summaries_delete
 from memory.cache import memory_cache, user_generation_bump
-from memory.choices import MemoryStatus
+from memory.choices import ForgetRequestStatus, MemoryKind, MemoryStatus
 from memory.enqueue import FORGET_REQUEST_EXECUTE, MEMORY_POINTS_DELETE, enqueue
 from memory.models import ForgetRequest, ForgetRule, Memory, MemoryEmbedding, MemorySource, MemoryTerms, MemoryVersion
-from memory.selectors.recall_pipeline import RecallQuery, recall
+from memory.recall import RecallQuery, recall
 from memory.services.extraction import messages_extract
 from memory.services.forget_echoes import forget_echoes
+from memory.services.forget_query import is_request_turn, query_subject
 from tenancy.db import retry_on_contention
 from tenancy.models import Org
 from tenancy.services import audit_record
@@ -31,11 +32,20 @@ PURGE_CHUNK = 1000  # memory ids per point-deletion task (message size)
 def forget_preview(*, org: Org, user_id: str, query: str, k: int = 20) -> list[tuple[Memory, float]]:
     """What "forget what matches this query" would remove: relevant memories, plus the episodes they
     came from and the memories derived from matched episodes (so nothing of it survives elsewhere)."""
-    result = recall(RecallQuery(org=org, user_id=user_id, query=query, k=k, include_episodes=True))
-    # Judged on absolute evidence (raw cosine, or sharing the query's best keyword match), never on
-    # rank alone: the top hit of an unrelated query must not be forgotten just for being first.
-    matched = {i.memory.id: (i.memory, i.parts["relevance"]) for i in result.items
+    # Searched by what is to be forgotten, not by the words of asking (memory/services/forget_query.py).
+    result = recall(RecallQuery(org=org, user_id=user_id, query=query_subject(query), k=k, include_episodes=True))
+    # Judged on absolute evidence (raw cosine, or sharing the query's best keyword match), or on a
+    # clear lead of the best match over everything else, never on rank alone: the top hit of an
+    # unrelated query must not be forgotten just for being first. The turn that asked is not what it
+    # asks about.
+    items = [i for i in result.items
+             if not (i.memory.kind == MemoryKind.EPISODE and is_request_turn(i.memory.content, query))]
+    matched = {i.memory.id: (i.memory, i.parts["relevance"]) for i in items
                if i.parts["cosine"] >= settings.FORGET_PREVIEW_MIN_COSINE or i.parts["keyword"] >= 0.5}
+    if not matched:
+        lead = _clear_lead(items)
+        if lead is not None:
+            matched[lead.memory.id] = (lead.memory, lead.parts["relevance"])
     message_ids = set(MemorySource.objects.filter(memory_id__in=matched, message_id__isnull=False)
                       .values_list("message_id", flat=True))
     related = Memory.objects.filter(org=org, user_id=user_id, status=MemoryStatus.ACTIVE, sources__message_id__in=message_ids)
@@ -43,6 +53,16 @@ def forget_preview(*, org: Org, user_id: str, query: str, k: int = 20) -> list[t
         if memory.id not in matched:
             matched[memory.id] = (memory, 0.0)
     return sorted(matched.values(), key=lambda pair: -pair[1])
+
+
+def _clear_lead(items):
+    """The best match by cosine when it stands out: close enough to the query to be about it, and
+    well ahead of every other memory of the user (what a paraphrase of the target looks like)."""
+    ordered = sorted(items, key=lambda i: -i.parts["cosine"])
+    if not ordered or ordered[0].parts["cosine"] < settings.FORGET_PREVIEW_LEAD_COSINE:
+        return None
+    runner_up = ordered[1].parts["cosine"] if len(ordered) > 1 else 0.0
+    return ordered[0] if ordered[0].parts["cosine"] - runner_up >= settings.FORGET_PREVIEW_LEAD_MARGIN else None
 
 
 @retry_on_contention
@@ -64,12 +84,22 @@ def forget_request_create(*, org: Org, subject_user: str, requested_by: str, tar
     return request
 
 
+def forget_request_for_caller(*, org: Org, user_id: str, requested_by: str, memory_ids: list[int], query: str,
+                              everything: bool, include_messages: bool | None) -> ForgetRequest:
+    """A user's own request through the API: `everything` covers the user, a `query` what it matches,
+    otherwise the listed memories. Messages go too by default unless only listed memories are named."""
+    target = "user" if everything else ("query" if query else "memory")
+    return forget_request_create(org=org, subject_user=user_id, requested_by=requested_by, target=target,
+                                 memory_ids=memory_ids, query=query,
+                                 include_messages=include_messages if include_messages is not None else target != "memory")
+
+
 @retry_on_contention
 def forget_request_decide(*, request: ForgetRequest, approve: bool, operator: str,
                           execute_inline: bool = False) -> ForgetRequest:
-    if request.status != "pending":
+    if request.status != ForgetRequestStatus.PENDING:
         return request
-    request.status = "approved" if approve else "rejected"
+    request.status = ForgetRequestStatus.APPROVED if approve else ForgetRequestStatus.REJECTED
     request.operator, request.decided_at = operator[:200], timezone.now()
     if not approve:
         request.query = ""  # nothing will be forgotten; the query text need not be kept either
@@ -132,7 +162,7 @@ def _drop_projections(org_id: int, user_id: str, memory_id: int, version: int) -
 
 def forget_request_execute(*, request_id: int) -> ForgetRequest:
     request = ForgetRequest.objects.select_related("org").get(id=request_id)
-    if request.status != "approved":
+    if request.status != ForgetRequestStatus.APPROVED:
         return request
     org, user_id = request.org, request.subject_user
     echoes: list[int] = []
@@ -169,7 +199,7 @@ def forget_request_execute(*, request_id: int) -> ForgetRequest:
         # messages no longer hold text because of this request, not only what this run changed.
         redacted = sorted(message_ids)
         if request.target == "user":
-            HistorySummary.objects.filter(conversation__org=org, conversation__owner_user=user_id).delete()
+            summaries_delete(org=org, owner_user=user_id)
     if request.target == "user":
         memory_cache.drop_user(org.id, user_id)
         # The client metadata of the user's Mem0 adds may name things too: it goes with the rest.
@@ -178,7 +208,7 @@ def forget_request_execute(*, request_id: int) -> ForgetRequest:
         Mem0AddEvent.objects.filter(org=org, user_id=user_id).update(metadata={})
     if said_since:
         messages_extract(message_ids=sorted(said_since), reextract=True)
-    request.status, request.executed_at, request.query = "executed", timezone.now(), ""
+    request.status, request.executed_at, request.query = ForgetRequestStatus.EXECUTED, timezone.now(), ""
     request.result = {"memories_forgotten": len(forgotten), "messages_redacted": len(redacted),
                       "forgotten_memory_ids": sorted(forgotten), "redacted_message_ids": redacted,
                       "echoes_forgotten": len(echoes)}

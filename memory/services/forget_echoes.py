@@ -24,14 +24,16 @@ import numpy as np
 from django.conf import settings
 from django.db.models import Q
 
+from common.text import is_cjk
 from conversations.models import Message
-from conversations.textutil import cjk_ratio
 from memory.choices import MemoryKind, MemoryStatus
 from memory.models import Memory, MemoryEmbedding, MemorySource
 from memory.vectors import active_embedder, from_bytes, similarity
 
 _TOKEN = re.compile(r"[a-z0-9]+|[\u3400-\u9fff]")
 _CODE = re.compile(r"[a-z]*\d[a-z0-9]*")
+_IDENTIFIER = re.compile(r"[a-z0-9]+(?:[-_/.#][a-z0-9]+)*")
+_YEAR = re.compile(r"(?:19|20)\d\d")
 
 
 @dataclass
@@ -56,9 +58,31 @@ def codes(text: str) -> set[str]:
     return {t for t in _tokens(text) if t.isascii() and _CODE.fullmatch(t)}
 
 
-def echo_score(cosine: float, fact: str, text: str) -> float:
+def identifiers(text: str) -> set[str]:
+    """The fact's identifiers: door codes, room and phone numbers, plates, serials ("4471", "B2-087",
+    "27-14-33", "tp8823kk"); a year is a date, not an identifier."""
+    found = set()
+    for match in _IDENTIFIER.finditer(unicodedata.normalize("NFKC", text or "").casefold()):
+        token = match.group(0)
+        digits = sum(c.isdigit() for c in token)
+        letters = sum(c.isalpha() for c in token)
+        if _YEAR.fullmatch(token):
+            continue
+        if digits >= 3 or (digits and letters and len(token) >= 4):
+            found.add(token)
+    return found
+
+
+def echo_score(cosine: float, fact: str, text: str, *, by_identifier: bool = True) -> float:
     """cosine + the share of the fact's bigrams the text repeats; 0 when the text carries numbers or
-    codes and none of the fact's."""
+    codes and none of the fact's; above any threshold when it repeats one of the fact's identifiers
+    (the value itself, whatever the wording around it). `by_identifier` is off for an episode: a
+    whole message may list several values, and which one the user meant cannot be told from it."""
+    fact_ids, text_ids = identifiers(fact), identifiers(text)
+    if by_identifier and fact_ids & text_ids:
+        return 2.0
+    if fact_ids and text_ids and not fact_ids & text_ids:
+        return 0.0  # "1802" is another room than "1803", however alike the sentences
     fact_codes, text_codes = codes(fact), codes(text)
     if fact_codes and text_codes and not fact_codes & text_codes:
         return 0.0
@@ -127,12 +151,13 @@ def _similar_echoes(org_id: int, user_id: str, targets: dict[int, Memory], episo
     for fact_id, blob in fact_vectors.items():
         fact = with_text[fact_id].content
         vector = from_bytes(blob)
-        cjk_fact = cjk_ratio(fact) >= 0.3
-        cjk = np.array([cjk_fact or cjk_ratio(by_id[e].content) >= 0.3 for e, _ in pairs])
+        cjk_fact = is_cjk(fact)
+        cjk = np.array([cjk_fact or is_cjk(by_id[e].content) for e, _ in pairs])
         sims = np.where(cjk, similarity(embedder, vector, stored, cjk=True), similarity(embedder, vector, stored, cjk=False))
         for (episode_id, _), cosine in zip(pairs, sims):
             if episode_id in found:
                 continue
-            score = echo_score(float(cosine), fact, by_id[episode_id].content)
+            score = echo_score(float(cosine), fact, by_id[episode_id].content,
+                               by_identifier=with_text[fact_id].kind != MemoryKind.EPISODE)
             if score >= settings.FORGET_ECHO_MIN_SCORE:
                 found[episode_id] = Echo(by_id[episode_id], "restates it", fact_id, round(score, 3))

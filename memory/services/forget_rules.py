@@ -6,7 +6,7 @@ import numpy as np
 from django.db.models import Q
 from django.db.models.functions import Coalesce
 
-from conversations.textutil import cjk_ratio
+from common.text import is_cjk
 from memory.thresholds import thresholds_for
 from memory.vectors import active_embedder, from_bytes, similarity
 from tenancy.models import Org
@@ -33,7 +33,7 @@ def forget_rule_matches(org: Org, user_id: str, content: str, digest: str, vecto
         rules = forget_rules_for(org, user_id)
     threshold = thresholds_for(model_id).forget
     embedder = active_embedder()
-    cjk = cjk_ratio(content) >= 0.3  # the rule holds no text; the candidate's script decides
+    cjk = is_cjk(content)  # the rule holds no text; the candidate's script decides
     matches = []
     for rule_id, created_at, request_id, fingerprint, blob, rule_model in rules:
         if fingerprint == digest or (blob and rule_model == model_id and

@@ -15,14 +15,14 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from common.text import content_hash
 from conversations.models import Message
-from conversations.textutil import content_hash
-from memory.choices import MemoryAssertion, MemoryKind, MemoryStatus
+from memory.choices import SUBJECT_KINDS, MemoryAssertion, MemoryKind, MemoryStatus
 from memory.enqueue import generation_bump_after_commit, sync_after_commit
 from memory.models import EntityLink, Memory, MemoryEmbedding, MemorySource, MemoryVersion, MemoryWriteLock
 from memory.services.dedup_window import NearMemory, similar_active, whole
 from memory.services.forget_rules import forget_rule_matches, forget_rule_verdict
-from memory.services.subject_tier import STANDING_KINDS, conflicts_record, distinct_statements, other_attribute, subject_decisions
+from memory.services.subject_tier import conflicts_record, distinct_statements, other_attribute, subject_decisions
 from memory.thresholds import thresholds_for
 from memory.vectors import active_embedder, to_bytes
 from tenancy.db import retry_on_contention
@@ -132,7 +132,7 @@ def _semantic_duplicate(inp: MemoryInput, similar: list[tuple[NearMemory, float]
             return None
         if memory.kind != inp.kind:
             continue
-        if inp.kind in STANDING_KINDS and distinct_statements(memory.content, inp.content):
+        if inp.kind in SUBJECT_KINDS and distinct_statements(memory.content, inp.content):
             continue  # another thing or another value: the subject tier decides
         same_slot = inp.slot_key and memory.slot_key == inp.slot_key and inp.kind in SINGLE_VALUED_KINDS
         if same_slot and (inp.change or sim < SAME_SLOT_DUPLICATE):

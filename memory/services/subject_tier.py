@@ -3,7 +3,7 @@ standing candidate duplicates, supersedes or may conflict with. Called inside me
 transaction, with the user's write lock held."""
 from __future__ import annotations
 
-from memory.choices import STANDING_KINDS, MemoryScope
+from memory.choices import SUBJECT_KINDS, MemoryScope
 from memory.models import Memory
 from memory.vectors import active_embedder
 
@@ -19,10 +19,10 @@ def subject_decisions(inp, similar: list[tuple], limits) -> dict[int, object]:
     """Subject matching (memory/subjects) of a standing candidate against the standing memories."""
     from memory.subjects import Existing, judge
 
-    if inp.kind not in STANDING_KINDS or inp.scope != MemoryScope.USER or not similar:
+    if inp.kind not in SUBJECT_KINDS or inp.scope != MemoryScope.USER or not similar:
         return {}
     existing = [Existing(id=m.id, content=m.content, kind=m.kind, slot_key=m.slot_key, full=sim)
-                for m, sim in similar if m.kind in STANDING_KINDS]
+                for m, sim in similar if m.kind in SUBJECT_KINDS]
     return {e.id: d for e, d in judge(active_embedder(), limits, content=inp.content, kind=inp.kind,
                                       slot_key=inp.slot_key, existing=existing, subject=inp.subject,
                                       replaces_only=inp.replaces_only)}

@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from memory.choices import STANDING_KINDS, MemoryKind, MemoryScope
+from memory.choices import SUBJECT_KINDS, MemoryKind, MemoryScope
 from memory.subjects import vocabulary as V
 from memory.subjects.match import PairFeatures, pair_features, subject_score
 from memory.subjects.parts import parse
@@ -80,7 +80,7 @@ def may_say_change(text: str) -> bool:
 
 def can_replace(older: Said, newer: Said) -> bool:
     """The kinds and scopes alone allow the pair (cheap: no text is read)."""
-    if older.kind not in STANDING_KINDS or newer.kind not in _NEWER_KINDS:
+    if older.kind not in SUBJECT_KINDS or newer.kind not in _NEWER_KINDS:
         return False
     if newer.scope == MemoryScope.TASK and older.scope != MemoryScope.TASK:
         return False  # a one-time instruction never makes a standing memory history

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from cachetools import LRUCache
 
-from memory.choices import STANDING_KINDS
+from memory.choices import SUBJECT_KINDS
 from memory.subjects.match import Decision, decide, pair_features, subject_score
 from memory.subjects.parts import parse
 
@@ -58,16 +58,16 @@ def masked_seed(embedder, texts: list[str], vectors) -> None:
 
 
 def masked_similarity(embedder, a: str, others: list[str]) -> list[float]:
-    from conversations.textutil import cjk_ratio
+    from common.text import is_cjk
     from memory.vectors import similarity
 
     if not others:
         return []
     vectors = _masked_vectors(embedder, [a] + others)
-    cjk_a = cjk_ratio(a) >= 0.3
+    cjk_a = is_cjk(a)
     sims = []
     for text, vec in zip(others, vectors[1:]):
-        cjk = cjk_a or cjk_ratio(text) >= 0.3
+        cjk = cjk_a or is_cjk(text)
         sims.append(float(similarity(embedder, vectors[0], vec, cjk=cjk)[0]))
     return sims
 
@@ -84,14 +84,14 @@ def judge(embedder, limits, *, content: str, kind: str, slot_key: str | None, ex
     """A decision for every existing standing memory (coexist for most). `replaces_only`: the newer
     announces a change and is kept only as one (D17): when nothing else ties it to a memory, the one it
     reads clearly most alike is a possible conflict."""
-    if kind not in STANDING_KINDS:
+    if kind not in SUBJECT_KINDS:
         return [(e, Decision("coexist", 0.0)) for e in existing]
     newer = parse(content, subject)
     bounds = dict(masked_lo=limits.masked_lo, masked_hi=limits.masked_hi)
     pending: list[tuple[Existing, object]] = []
     out: list[tuple[Existing, Decision]] = []
     for e in existing:
-        if e.kind not in STANDING_KINDS:
+        if e.kind not in SUBJECT_KINDS:
             out.append((e, Decision("coexist", 0.0)))
             continue
         older = parse(e.content)
@@ -132,7 +132,7 @@ def _one_announced(out: list[tuple[Existing, Decision]], limits) -> list[tuple[E
 def _nearest(out: list[tuple[Existing, Decision]], limits) -> list[tuple[Existing, Decision]]:
     if any(d.action in ("supersede", "conflict", "duplicate") for _, d in out):
         return out
-    standing = sorted(((e, d) for e, d in out if e.kind in STANDING_KINDS), key=lambda p: -p[0].full)
+    standing = sorted(((e, d) for e, d in out if e.kind in SUBJECT_KINDS), key=lambda p: -p[0].full)
     if not standing:
         return out
     top, decision = standing[0]

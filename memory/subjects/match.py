@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from memory.choices import STANDING_KINDS, MemoryKind
+from memory.choices import SUBJECT_KINDS, MemoryKind
 from memory.subjects.parts import StatementParts
 
 __all__ = ["Decision", "PairFeatures", "decide", "distinct", "pair_features", "subject_score"]
@@ -167,7 +167,7 @@ def decide(f: PairFeatures, *, same: float, conflict: float, masked_lo: float, m
            cue_conflict: float | None = None, cue_conflict_masked: float = 0.0, supersede_alike: float = 0.0) -> Decision:
     """What the newer statement does to the older one. Events (and anything not standing) never
     replace anything; a pair on the same subject is a duplicate when it states the same value."""
-    if not all(k in STANDING_KINDS for k in kinds):
+    if not all(k in SUBJECT_KINDS for k in kinds):
         return Decision("coexist", 0.0, f)
     score = subject_score(f, masked_lo=masked_lo, masked_hi=masked_hi)
     if score >= same:

@@ -11,7 +11,7 @@ import re
 from dataclasses import replace
 from functools import lru_cache
 
-from conversations.textutil import detect_lang, split_speaker
+from common.text import detect_lang, split_speaker
 from memory.subjects.parts_en import parse_en
 from memory.subjects.parts_zh import parse_zh
 from memory.subjects.statement import StatementParts

@@ -6,7 +6,7 @@ import re
 from datetime import datetime
 
 import memory.subjects.vocabulary as V
-from conversations.textutil import pos_cut
+from common.text import pos_cut
 from memory.extraction.timeexpr import find_times
 from memory.subjects.statement import PartsFound, StatementParts
 

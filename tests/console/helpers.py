@@ -1,7 +1,7 @@
 """Seeding through the services, shared by the console view tests and the browser tests."""
 from django.contrib.auth import get_user_model
 
-from memory.selectors.recall_pipeline import RecallQuery, recall
+from memory.recall import RecallQuery, recall
 from memory.services.memories import MemoryInput, memory_write
 
 OLD_STYLE = "I like long, detailed maintenance reports with every sensor reading"

@@ -9,7 +9,7 @@ from django.utils import timezone
 from console import metrics_history
 from console.metrics_history import metrics_sample
 from console.models import MetricSample
-from memory.beat import BEAT_JOBS
+from memory.jobs.beat_schedule import BEAT_JOBS
 from memory.services.conflicts import conflict_record
 from memory.services.forget import forget_request_create
 from tests.console.helpers import make_operator, write

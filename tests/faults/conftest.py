@@ -332,7 +332,7 @@ def redis_cache_settings(location: str) -> dict:
     """The service profile's django-redis cache (config/settings.py), pointed at `location`."""
     from django.conf import settings
 
-    from config.redis_guard import GuardedConnection
+    from common.redis_guard import GuardedConnection
 
     current = settings.CACHES["default"]
     if current["BACKEND"].endswith("RedisCache"):
@@ -350,13 +350,13 @@ def cache_on(settings):
     """Point the Django cache at a Redis URL (settings change resets the cache handlers)."""
     from django.core.cache import cache
 
-    from memory.selectors import corpus
+    from memory.recall import snapshot_cache
 
     def use(location: str) -> None:
         cache.close()
         settings.CACHES = redis_cache_settings(location)
         settings.DJANGO_REDIS_IGNORE_EXCEPTIONS = True
-        corpus.clear()
+        snapshot_cache.clear()
 
     yield use
     cache.close()

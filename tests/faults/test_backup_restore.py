@@ -18,7 +18,7 @@ from django.core.cache import cache
 from django.db import connection
 
 from memory.models import Memory, VectorCollection
-from memory.selectors import corpus
+from memory.recall import snapshot_cache
 from memory.vector_index import get_vector_index, reset_vector_index
 from memory.vectors import active_collection
 from tests.conversations.api_helpers import create_conversation
@@ -137,7 +137,7 @@ def test_restore_of_a_sor_dump_and_rebuilt_projections_recall_the_same(org, own_
     settings.VECTOR_INDEX_PATH = str(fresh_index)
     reset_vector_index()
     cache.clear()  # the cache is a projection too: start it empty
-    corpus.clear()
+    snapshot_cache.clear()
     VectorCollection.forget_cached_live()
     counts_restored = _row_counts()
     active = set(Memory.objects.filter(status="active").values_list("id", flat=True))

@@ -1,7 +1,7 @@
 """Redis (cache and broker) restarted empty: the queued extraction tasks are gone. Everything
 committed around the outage must still be extracted, within a minute of the restart, with no beat
 process: the web process's extraction sweep finds the pending messages (`extracted_at` NULL,
-written in each message's own transaction) and queues them again (memory/scheduler.py).
+written in each message's own transaction) and queues them again (memory/jobs/scheduler_thread.py).
 
 Service profile only (the embedded default has no broker). The processes are the documented
 single-node set: gunicorn (one worker, threads) and one `celery worker -Q celery`; a redis-server

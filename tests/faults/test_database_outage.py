@@ -145,7 +145,7 @@ def test_database_outage_answers_503_and_recovers(org, own_index, outage, monkey
     outage.restore()
 
     # ---------------------------------------------------------------- gone between vector search and back-check
-    from memory.selectors import recall_pipeline
+    from memory.recall import pipeline as recall_pipeline
 
     original = recall_pipeline.semantic_candidates
     vector_hits = []

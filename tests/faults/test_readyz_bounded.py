@@ -8,8 +8,8 @@ import time
 
 import pytest
 
+from common.redis_guard import GuardedConnection, breaker_clear
 from config.celery import app
-from config.redis_guard import GuardedConnection, breaker_clear
 from tests.faults.conftest import wait_until
 
 pytestmark = pytest.mark.django_db
@@ -22,7 +22,7 @@ ALLOWED = 10.0  # what one /readyz may take while Redis is paused (the setting i
 def slow_redis(redis_server, settings, monkeypatch):
     from django.core.cache import cache
 
-    from memory.selectors import corpus
+    from memory.recall import snapshot_cache
 
     breaker_clear()
     cache.close()
@@ -32,7 +32,7 @@ def slow_redis(redis_server, settings, monkeypatch):
                     "SOCKET_TIMEOUT": SLOW_REDIS, "IGNORE_EXCEPTIONS": True,
                     "CONNECTION_POOL_KWARGS": {"connection_class": GuardedConnection}}}}
     settings.DJANGO_REDIS_IGNORE_EXCEPTIONS = True
-    corpus.clear()
+    snapshot_cache.clear()
     settings.CELERY_TASK_ALWAYS_EAGER = False
     settings.CELERY_BROKER_URL = redis_server.url(0)
     settings.BROKER_SOCKET_TIMEOUT = settings.BROKER_CONNECT_TIMEOUT = SLOW_REDIS

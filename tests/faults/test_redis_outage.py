@@ -175,7 +175,7 @@ def test_redis_partition_heals_without_stale_cache(org, redis_server, tcp_proxy,
     """Same load, but Redis stays up behind a proxy that is cut and restored: on heal the cache holds
     what it had before the partition. After the heal and one reconcile run, the hash must again match
     MySQL and every active preference must join the context."""
-    from memory.maintenance import projections_reconcile
+    from memory.projections.reconcile import projections_reconcile
 
     proxy = tcp_proxy(redis_server.port)
     cache_on(f"redis://127.0.0.1:{proxy.port}/1")

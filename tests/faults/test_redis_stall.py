@@ -12,8 +12,8 @@ import time
 import pytest
 from django.conf import settings
 
+from common.redis_guard import breaker_clear, breaker_state
 from config.celery import app
-from config.redis_guard import breaker_clear, breaker_state
 from tests.conftest import make_client
 from tests.conversations.api_helpers import create_conversation
 from tests.faults.conftest import post, wait_until
@@ -35,7 +35,7 @@ def paused_breakers():
 
 def test_paused_cache_costs_one_timeout_then_nothing(org, redis_server, cache_on, settings, paused_breakers, monkeypatch):
     """Which calls waited is counted, not timed: a call waits only when a socket timeout trips the breaker."""
-    from config import redis_guard
+    from common import redis_guard
 
     settings.REDIS_BREAKER_SECONDS = 60.0  # no probe while the six calls run, however loaded the machine
     trips: list[tuple] = []
@@ -210,7 +210,7 @@ def test_appends_answer_within_the_bound_while_redis_is_paused(org, tmp_path, ta
         # again by the resume service (older_than_seconds=0: everything not yet extracted).
         resume = subprocess.run(
             [sys.executable, "manage.py", "shell", "-c",
-             "from memory.maintenance import extraction_resume; print(extraction_resume(older_than_seconds=0))"],
+             "from memory.jobs.lost_work_resume import extraction_resume; print(extraction_resume(older_than_seconds=0))"],
             cwd=ROOT, env=node.env, capture_output=True, text=True, timeout=120)
         assert resume.returncode == 0, resume.stderr[-2000:]
         refs = list(acknowledged)

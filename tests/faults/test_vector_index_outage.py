@@ -16,8 +16,9 @@ import pytest
 from django.db.models import F
 
 from conversations.models import Message
-from memory.maintenance import extraction_resume, projections_reconcile
+from memory.jobs.lost_work_resume import extraction_resume
 from memory.models import Memory
+from memory.projections.reconcile import projections_reconcile
 from memory.vector_index import get_vector_index, reset_vector_index
 from memory.vectors import active_collection
 from tests.conversations.api_helpers import create_conversation

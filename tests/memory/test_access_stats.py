@@ -1,8 +1,8 @@
-"""Buffered access statistics (memory/access.py) in the embedded profile."""
+"""Buffered access statistics (memory/recall/access_stats.py) in the embedded profile."""
 import pytest
 
-from memory import access
 from memory.models import Memory
+from memory.recall import access_stats as access
 from tests.memory.test_recall import remember
 
 pytestmark = pytest.mark.django_db(transaction=True)

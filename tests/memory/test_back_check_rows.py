@@ -8,8 +8,10 @@ import pytest
 from django.utils import timezone
 
 from memory.models import Memory, MemoryEmbedding
-from memory.selectors.corpus import CANDIDATE_COLUMNS
-from memory.selectors.recall_candidates import RecallQuery, RecallResult, back_check, read_vectors
+from memory.recall.back_check import back_check
+from memory.recall.candidates import read_vectors
+from memory.recall.query import RecallQuery, RecallResult
+from memory.recall.snapshot_sql import CANDIDATE_COLUMNS
 from memory.services.memories import MemoryInput, memory_write
 from memory.vectors import active_embedder
 

@@ -3,7 +3,7 @@ from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from memory.context_budget import Part, Stream, allocate
+from memory.context.budget import Part, Stream, allocate
 
 NAMES = ["evidence", "task_state", "preferences", "recent", "memories", "episodes", "history"]
 

@@ -14,7 +14,7 @@ from conversations.tokens import (
     count_messages_tokens,
     count_tokens,
 )
-from memory.context_evidence import EVIDENCE_HEADER, Evidence, evidence_tokens, evidence_units, render_evidence
+from memory.context.evidence import EVIDENCE_HEADER, Evidence, evidence_tokens, evidence_units, render_evidence
 from tests.conversations.api_helpers import create_conversation
 
 pytestmark = pytest.mark.django_db

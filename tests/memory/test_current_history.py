@@ -1,5 +1,5 @@
 """Current and history at read time (DESIGN §6): the same-subject rule (memory/subjects/current.py),
-its use in recall (memory/selectors/current_state.py), and where history goes in REST, MCP and context."""
+its use in recall (memory/recall/current_state.py), and where history goes in REST, MCP and context."""
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -7,9 +7,9 @@ from types import SimpleNamespace
 import pytest
 from django.conf import settings
 
-from conversations.textutil import cjk_ratio
+from common.text import is_cjk
 from memory.models import Memory
-from memory.selectors.current_state import _below_current, history_window
+from memory.recall.current_state import _below_current, history_window
 from memory.subjects.current import Said, may_say_change, newer_is_current
 from memory.subjects.parts import parse
 from memory.thresholds import thresholds_for
@@ -26,7 +26,7 @@ def verdict(older: str, newer: str, *, older_kind="fact", newer_kind="fact", new
             conflict=False):
     embedder = active_embedder()
     a, b = embedder.encode([older, newer])
-    cosine = float(similarity(embedder, b, a, cjk=cjk_ratio(older) >= 0.3 or cjk_ratio(newer) >= 0.3)[0])
+    cosine = float(similarity(embedder, b, a, cjk=is_cjk(older) or is_cjk(newer))[0])
     conf = settings.RECALL_HISTORY
     return newer_is_current(Said(older, older_kind), Said(newer, newer_kind, scope=newer_scope, user_stated=user_stated),
                             cosine=cosine, limits=thresholds_for(embedder.model_id), subject=conf["subject"],

@@ -2,7 +2,7 @@
 the threshold by a hair to either side of it flips the outcome."""
 import pytest
 
-from conversations.textutil import cjk_ratio
+from common.text import is_cjk
 from memory.models import Memory
 from memory.services.memories import MemoryInput, memory_write
 from memory.vectors import active_embedder, similarity
@@ -14,7 +14,7 @@ EPS = 1e-3
 def measured(a: str, b: str) -> float:
     embedder = active_embedder()
     va, vb = embedder.encode([a, b])
-    return float(similarity(embedder, va, vb, cjk=cjk_ratio(a) >= 0.3 or cjk_ratio(b) >= 0.3)[0])
+    return float(similarity(embedder, va, vb, cjk=is_cjk(a) or is_cjk(b))[0])
 
 
 def write(org, content, **extra):

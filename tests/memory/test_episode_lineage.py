@@ -1,4 +1,4 @@
-"""Episodes follow what their message became (memory/selectors/episode_lineage.py): superseded →
+"""Episodes follow what their message became (memory/recall/lineage.py): superseded →
 below the current memory; active → below that memory; task-scoped → only in its own conversation;
 the assistant's acknowledgement inherits the user turn it answers."""
 import json
@@ -6,7 +6,7 @@ import json
 import pytest
 
 from memory.models import Memory
-from memory.selectors.episode_lineage import episode_lineage
+from memory.recall.lineage import episode_lineage
 from tests.conversations.api_helpers import create_conversation
 
 pytestmark = pytest.mark.django_db

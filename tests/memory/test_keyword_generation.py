@@ -3,7 +3,7 @@ import pytest
 from django.conf import settings
 from django.core.cache import cache
 
-from memory.selectors.corpus import keyword_scores
+from memory.recall.snapshot_cache import keyword_scores
 from memory.services.memories import MemoryInput, memory_write
 
 REDIS = settings.CACHES["default"]["BACKEND"].endswith("RedisCache")

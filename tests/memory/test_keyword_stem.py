@@ -1,8 +1,8 @@
 """English keyword terms are Snowball stems (issue 14): inflections meet, unrelated words stay apart."""
 import pytest
 
-from memory.keyword import terms
-from memory.selectors.corpus import keyword_scores
+from memory.recall.keyword import terms
+from memory.recall.snapshot_cache import keyword_scores
 from memory.services.memories import MemoryInput, memory_write
 
 

@@ -10,11 +10,11 @@ from django.conf import settings
 from django.db import connection
 from rank_bm25 import BM25Okapi
 
-from memory.keyword import TermIndex, analyser, memory_terms, stored_hashes, term_hashes
 from memory.models import MemoryTerms
 from memory.projections.terms import terms_sync
-from memory.selectors import corpus
-from memory.selectors.corpus import keyword_scores
+from memory.recall import snapshot_cache, snapshot_sql
+from memory.recall.keyword import TermIndex, analyser, memory_terms, stored_hashes, term_hashes
+from memory.recall.snapshot_cache import keyword_scores
 from memory.services.forget import forget_request_create
 from memory.services.memories import MemoryInput, memory_write
 
@@ -57,14 +57,14 @@ def test_index_build_reads_stored_terms_only_when_they_match(org):
     # Stored terms that differ from the text show which source the build used.
     MemoryTerms.objects.update_or_create(memory=memory, defaults={
         "version": memory.version, "tokenizer": analyser(), "hashes": term_hashes(["zqmarker", "barn"]).tobytes()})
-    corpus.clear()
+    snapshot_cache.clear()
     assert set(keyword_scores(org_id=org.id, user_id="u1", query="zqmarker")) == {memory.id}
     MemoryTerms.objects.filter(memory=memory).update(tokenizer="v0:other")
-    corpus.clear()
+    snapshot_cache.clear()
     assert keyword_scores(org_id=org.id, user_id="u1", query="zqmarker") == {}
     assert set(keyword_scores(org_id=org.id, user_id="u1", query="pump")) == {memory.id}
     MemoryTerms.objects.filter(memory=memory).update(tokenizer=analyser(), version=memory.version + 7)
-    corpus.clear()
+    snapshot_cache.clear()
     assert keyword_scores(org_id=org.id, user_id="u1", query="zqmarker") == {}
 
 
@@ -87,8 +87,8 @@ def test_a_snapshot_keeps_each_memorys_terms_whether_stored_or_segmented_on_the_
         memory.refresh_from_db()
     terms_sync(memories[:2])  # the third's terms are not projected yet: the build segments its text
     MemoryTerms.objects.filter(memory=memories[2]).delete()
-    corpus.clear()
-    snapshot = corpus.user_corpus(org.id, "u1")
+    snapshot_cache.clear()
+    snapshot = snapshot_cache.user_snapshot(org.id, "u1")
     expected = {m.id: term_hashes(memory_terms(m.content, m.slot_key)) for m in memories}
     for memory in memories:
         assert np.array_equal(snapshot.terms_of([memory.id]), expected[memory.id])
@@ -109,8 +109,8 @@ def test_a_snapshot_reads_its_two_ranges_from_covering_indexes_on_sqlite(org):
     if connection.vendor != "sqlite":
         pytest.skip("the covering terms index is SQLite's")
     with connection.cursor() as cursor:
-        for statement, params in ((corpus._rows_statement(), [org.id, "u1", "active"]),
-                                  (corpus._terms_statement(), [org.id, "u1"])):
+        for statement, params in ((snapshot_sql.rows_statement(), [org.id, "u1", "active"]),
+                                  (snapshot_sql.terms_statement(), [org.id, "u1"])):
             cursor.execute("EXPLAIN QUERY PLAN " + statement, params)
             plan = " ".join(str(row[-1]) for row in cursor.fetchall())
             assert "COVERING INDEX" in plan and "TEMP B-TREE" not in plan, plan

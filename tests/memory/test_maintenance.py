@@ -1,4 +1,4 @@
-"""memory/maintenance.py: reconcile, rebuild, re-embed, resume of lost work, beat schedule, commands."""
+"""memory/jobs/lost_work_resume.py: reconcile, rebuild, re-embed, resume of lost work, beat schedule, commands."""
 from datetime import timedelta
 from io import StringIO
 
@@ -10,16 +10,13 @@ from django.utils import timezone
 
 from conversations.models import Message
 from conversations.services import conversation_create, messages_append
-from memory.maintenance import (
-    DimensionMismatch,
-    extraction_resume,
-    projections_rebuild,
-    projections_reconcile,
-    reembed,
-    single_flight,
-)
+from memory.jobs.lost_work_resume import extraction_resume
 from memory.models import ForgetRequest, Memory, MemoryEmbedding, VectorCollection
-from memory.selectors import RecallQuery, recall
+from memory.projections.batch import DimensionMismatch, single_flight
+from memory.projections.rebuild import projections_rebuild
+from memory.projections.reconcile import projections_reconcile
+from memory.projections.reembed import reembed
+from memory.recall import RecallQuery, recall
 from memory.services.memories import MemoryInput, memory_invalidate, memory_update, memory_write
 from memory.vector_index import VectorPoint
 from memory.vectors import active_collection, active_embedder, to_bytes
@@ -328,7 +325,7 @@ def test_extraction_resume_queues_unextracted_messages_and_unexecuted_forget_req
 def test_ensure_beat_schedule_is_idempotent_and_keeps_an_operators_pause(db):
     from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
-    from memory.beat import BEAT_JOBS, ensure_beat_schedule
+    from memory.jobs.beat_schedule import BEAT_JOBS, ensure_beat_schedule
 
     names = ensure_beat_schedule()
     ensure_beat_schedule()

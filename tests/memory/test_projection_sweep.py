@@ -1,15 +1,16 @@
 """The projection sweep (issue 42, part 3): a row whose projection task was lost (the publish failed,
 the broker lost its queue, a kill between commit and publish) keeps projected_version < version, the
 durable marker written with the version; `projections_resume` (run by the web process's scheduler
-thread, memory/scheduler.py) queues it again, here eagerly as on the embedded default."""
+thread, memory/jobs/scheduler_thread.py) queues it again, here eagerly as on the embedded default."""
 from datetime import timedelta
 
 import pytest
 from django.db.models import F
 from django.utils import timezone
 
-from memory import enqueue, scheduler
-from memory.maintenance import projections_resume
+from memory import enqueue
+from memory.jobs import scheduler_thread as scheduler
+from memory.jobs.lost_work_resume import projections_resume
 from memory.models import Memory
 from memory.projections import memories_sync
 from memory.services.memories import MemoryInput, memory_create, memory_invalidate
@@ -54,7 +55,7 @@ def test_a_lost_projection_is_queued_again_and_lands(org, own_index, broker_down
 
     counts = projections_resume(older_than_seconds=30)
     # The broker answers again (the patch only replaced memory.enqueue.enqueue; the sweep's chunks go
-    # through memory.maintenance, whose enqueue is the real one, eager here).
+    # through memory.jobs.lost_work_resume, whose enqueue is the real one, eager here).
     assert counts["synced"] == 1 and counts["not_queued"] == 0
     assert lagging() == {young.id}  # the young row is left to its own task
     assert own_index.count() == 1
@@ -81,7 +82,7 @@ def test_the_sweep_does_not_queue_the_same_version_twice_within_a_minute(org, ow
     memory = write(org, "The seed supplier delivers on Fridays only", django_capture_on_commit_callbacks)
     age(memory.id)
     queued: list[tuple] = []
-    monkeypatch.setattr("memory.maintenance.enqueue", lambda name, *args: queued.append((name, args)) or True)
+    monkeypatch.setattr("memory.jobs.lost_work_resume.enqueue", lambda name, *args: queued.append((name, args)) or True)
     scheduler._projections_queued.clear()
     assert scheduler._projection_sweep()["synced"] == 1
     assert scheduler._projection_sweep()["synced"] == 0  # still lagging (nothing ran), but queued moments ago
@@ -93,7 +94,7 @@ def test_a_refused_chunk_stays_lagging_for_the_next_sweep(org, own_index, broker
                                                           monkeypatch):
     memory = write(org, "The fuel tank holds three thousand litres", django_capture_on_commit_callbacks)
     age(memory.id)
-    monkeypatch.setattr("memory.maintenance.enqueue", lambda name, *args: False)
+    monkeypatch.setattr("memory.jobs.lost_work_resume.enqueue", lambda name, *args: False)
     scheduler._projections_queued.clear()
     assert scheduler._projection_sweep() == {"synced": 0, "deleted": 0, "not_queued": 1}
     assert scheduler._projections_queued == {}  # not remembered: the next sweep tries again

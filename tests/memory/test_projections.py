@@ -3,10 +3,10 @@ import pytest
 from django.db.models import F
 
 from memory.cache import memory_cache
-from memory.maintenance import projections_reconcile
 from memory.models import Memory
 from memory.projections import memory_sync
-from memory.selectors import RecallQuery, recall
+from memory.projections.reconcile import projections_reconcile
+from memory.recall import RecallQuery, recall
 from memory.services.memories import MemoryInput, memory_invalidate, memory_update, memory_write
 from memory.vector_index import VectorIndexUnavailable, get_vector_index, reset_vector_index
 from memory.vectors import active_collection, active_embedder

@@ -4,7 +4,7 @@ import json
 import pytest
 from django.core.management import call_command
 
-from memory.query_shape import focus_of, keyword_text, shape
+from memory.recall.query import focus_of, keyword_text, shape
 from tests.memory.test_recall import recall, remember
 
 SMALL_TALK = ("用户：今天天气真热，出门走两步就一身汗。\n助手：天气热记得多喝水，出门带把伞防晒。\n"
@@ -79,8 +79,7 @@ def test_second_look_raises_what_the_top_hits_are_about(api, settings):
 
 
 def test_chinese_bigrams_are_extra_terms_only_when_enabled(settings):
-    from memory.keyword import terms
-    from memory.keyword_zh import bigrams
+    from memory.recall.keyword import bigrams, terms
 
     assert bigrams("上回保养 ok 换机油") == ["\u2082上回", "\u2082回保", "\u2082保养", "\u2082换机", "\u2082机油"]
     settings.KEYWORD_ZH_BIGRAMS = False
@@ -91,7 +90,7 @@ def test_chinese_bigrams_are_extra_terms_only_when_enabled(settings):
 
 def test_second_look_seeds_are_different_turns():
     """A live memory ranks right above the episode it came from: both are one turn, one seed."""
-    from memory.second_look import _distinct_top
+    from memory.recall.rerank import _distinct_top
 
     ranked = [(1, 0.9, {}), (2, 0.89, {}), (3, 0.5, {}), (4, 0.4, {})]
     sources = {1: [{"message_id": 10}], 2: [{"message_id": 10}], 3: [{"message_id": 10}, {"message_id": 11}],

@@ -64,7 +64,7 @@ def test_vector_index_down_degrades_to_keyword(api, monkeypatch):
                 raise VectorIndexUnavailable("down")
             return fail
 
-    monkeypatch.setattr("memory.selectors.recall_candidates.get_vector_index", lambda: DeadIndex())
+    monkeypatch.setattr("memory.recall.candidates.get_vector_index", lambda: DeadIndex())
     body = recall(api, "备用发电机")
     assert body["degraded"] is True and body["degraded_reason"] == "vector_index_unavailable"
     assert "二号仓库" in body["items"][0]["content"]
@@ -74,7 +74,7 @@ def test_database_down_is_503_with_a_clear_message(api, monkeypatch):
     def down(*args, **kwargs):
         raise OperationalError("connection refused")
 
-    monkeypatch.setattr("memory.api.views.selectors.recall", down)
+    monkeypatch.setattr("memory.api.views.recall", down)
     response = api.post("/api/v1/recall", {"query": "x"}, format="json")
     assert response.status_code == 503
     assert response.json()["code"] == "database_unavailable"

@@ -1,4 +1,4 @@
-"""Recall reads a per-user snapshot (memory/selectors/corpus.py) that is valid while the user's memory
+"""Recall reads a per-user snapshot (memory/recall/snapshot.py) that is valid while the user's memory
 generation is unchanged: what changes who may see a memory invalidates it, what is checked now is
 read on every call, and the served rows are checked against MySQL once more."""
 from datetime import timedelta
@@ -10,8 +10,7 @@ from django.utils import timezone
 
 from conversations.models import ConversationAccess
 from memory.models import Memory, MemoryTerms
-from memory.selectors import corpus
-from memory.selectors.recall_pipeline import RecallQuery, recall
+from memory.recall import RecallQuery, recall, snapshot_build, snapshot_cache
 from memory.services.memories import MemoryInput, SourceRef, memory_write
 from tests.conftest import make_client
 from tests.conversations.api_helpers import create_conversation
@@ -74,7 +73,7 @@ def test_snapshots_hold_one_user_each(org):
     mine = memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content="My zqboat is blue.")).memory
     memory_write(MemoryInput(org=org, user_id="u2", kind="fact", content="My zqboat is red."))
     assert _ids(org, "zqboat") == [mine.id]
-    held = corpus.user_corpus(org.id, "u1")
+    held = snapshot_cache.user_snapshot(org.id, "u1")
     assert set(held.ids.tolist()) == {mine.id}
 
 
@@ -84,10 +83,10 @@ def test_a_write_rebuilds_a_kept_snapshot_off_the_request_path(org, settings):
     assert _ids(org, "zqmill") == [first.id]  # kept
     second = memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content="The zqmill oil is in the shed.")).memory
     key = (org.id, "u1")
-    running = corpus._inflight.get(key)
+    running = snapshot_cache._inflight.get(key)
     if running is not None:
         running.result(timeout=10)
-    rebuilt = corpus._cache().get(key)
+    rebuilt = snapshot_cache._cache().get(key)
     assert rebuilt is not None and second.id in rebuilt  # rebuilt by the write, before any recall asked
     with CaptureQueriesContext(connection) as ctx:
         assert set(_ids(org, "zqmill")) == {first.id, second.id}
@@ -97,9 +96,9 @@ def test_a_write_rebuilds_a_kept_snapshot_off_the_request_path(org, settings):
 def test_warm_builds_the_most_recently_active_users(org):
     memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content="The zqfence is green."))
     memory_write(MemoryInput(org=org, user_id="u2", kind="fact", content="The zqgate is red."))
-    corpus.clear()
-    assert corpus.warm(limit=1) == 1
-    assert list(corpus._cache().keys()) == [(org.id, "u2")]  # the most recent writer
+    snapshot_cache.clear()
+    assert snapshot_cache.warm(limit=1) == 1
+    assert list(snapshot_cache._cache().keys()) == [(org.id, "u2")]  # the most recent writer
 
 
 def test_prefetched_sources_and_links_are_the_ones_read_on_demand(org):
@@ -109,8 +108,8 @@ def test_prefetched_sources_and_links_are_the_ones_read_on_demand(org):
         memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content=content,
                                  sources=[SourceRef(conversation_id=conversation, external_ref=f"turn-{i}")]))
     memory_write(MemoryInput(org=org, user_id="u2", kind="fact", content="Not u1's zqbin."))
-    lazy = corpus.build(org.id, "u1", 1, rows=False)
-    eager = corpus.build(org.id, "u1", 1)
+    lazy = snapshot_build.build(org.id, "u1", 1, rows=False)
+    eager = snapshot_build.build(org.id, "u1", 1)
     eager.prefetch(org.id, "u1")
     ids = lazy.ids.tolist()
     assert len(ids) == 3 and eager.sources_links(ids) == lazy.sources_links(ids)
@@ -121,8 +120,8 @@ def test_a_snapshot_built_on_the_request_path_reads_rows_as_they_are_asked_for(o
     written = [memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content=content)).memory for content in
                ("The zqsilo is full.", "The zqbarn roof leaks.", "我们的zq拖拉机是红色的。")]
     other = memory_write(MemoryInput(org=org, user_id="u2", kind="fact", content="u2's zqsilo.")).memory
-    lazy = corpus.build(org.id, "u1", 1, rows=False)
-    eager = corpus.build(org.id, "u1", 1)
+    lazy = snapshot_build.build(org.id, "u1", 1, rows=False)
+    eager = snapshot_build.build(org.id, "u1", 1)
     assert lazy.raw == {} and len(eager.raw) == 3
     first, second, third = (m.id for m in written)
     with CaptureQueriesContext(connection) as ctx:
@@ -138,7 +137,7 @@ def test_a_snapshot_built_on_the_request_path_reads_rows_as_they_are_asked_for(o
 
 def test_a_recall_of_a_user_not_kept_builds_without_rows(org):
     written = memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content="The zqpond is stocked.")).memory
-    corpus.clear()
+    snapshot_cache.clear()
     with CaptureQueriesContext(connection) as ctx:
         assert _ids(org, "zqpond") == [written.id]
     status = f"{connection.ops.quote_name('status')} = "
@@ -146,7 +145,7 @@ def test_a_recall_of_a_user_not_kept_builds_without_rows(org):
     user_range = [q["sql"] for q in ctx.captured_queries if ("ORDER BY" in q["sql"] or "group_concat" in q["sql"])
                   and status in q["sql"] and "memoryterms" not in q["sql"].lower()]
     assert len(user_range) == 1 and "importance" not in user_range[0]  # ids and versions only
-    held = corpus._cache().get((org.id, "u1"))
+    held = snapshot_cache._cache().get((org.id, "u1"))
     assert held is not None and list(held.raw) == [written.id]  # its row, read as a candidate
 
 
@@ -155,7 +154,7 @@ def _same_snapshot(org_id: int, one, other) -> None:
     assert one.flat.tolist() == other.flat.tolist() and one.starts.tolist() == other.starts.tolist()
     for query in (one.flat[:3], one.flat[-2:]):
         assert one.index.scores(query).tolist() == other.index.scores(query).tolist()
-    eager = corpus.build(org_id, "u1", 1)
+    eager = snapshot_build.build(org_id, "u1", 1)
     for memory_id in one.ids.tolist():
         for snapshot in (one, other):
             snapshot.raw.setdefault(memory_id, eager.raw[memory_id])
@@ -166,7 +165,7 @@ def _same_snapshot(org_id: int, one, other) -> None:
 
 @pytest.mark.skipif(connection.vendor != "sqlite", reason="the concatenated build is SQLite's")
 def test_the_concatenated_build_is_the_row_by_row_build(org):
-    """A cold build on SQLite reads its two lists as one row each (corpus._build_concatenated); what it
+    """A cold build on SQLite reads its two lists as one row each (snapshot_build._build_concatenated); what it
     builds must be what the row-by-row statements build: same order (ties of created_at by id), hashes,
     index and features, and only the user's active memories."""
     contents = ["Caroline: I moved to Hangzhou last spring.", "我们农场的zq拖拉机是红色的。", "ok thanks!",
@@ -176,9 +175,9 @@ def test_the_concatenated_build_is_the_row_by_row_build(org):
     tied = timezone.now() - timedelta(days=3)
     Memory.objects.filter(id__in=[written[1].id, written[3].id, written[4].id]).update(created_at=tied)
     Memory.objects.filter(id=written[5].id).update(status="invalidated")  # its terms row stays
-    concatenated = corpus._build_concatenated(org.id, "u1", 1)
+    concatenated = snapshot_build._build_concatenated(org.id, "u1", 1)
     assert concatenated is not None
-    row_by_row = corpus.build(org.id, "u1", 1)
+    row_by_row = snapshot_build.build(org.id, "u1", 1)
     assert written[5].id not in concatenated.ids.tolist() and len(concatenated.ids) == 5
     _same_snapshot(org.id, concatenated, row_by_row)
     assert concatenated.candidate(written[0].id).speaker == "Caroline"
@@ -190,14 +189,14 @@ def test_a_memory_without_current_terms_falls_back_to_its_text(org):
     written = [memory_write(MemoryInput(org=org, user_id="u1", kind="fact", content=c)).memory
                for c in ("The zqpump is in barn 2.", "我们的zq水泵在二号仓库。")]
     MemoryTerms.objects.filter(memory_id=written[1].id).update(version=99)  # as if the projection lagged
-    assert corpus._build_concatenated(org.id, "u1", 1) is None
-    cold = corpus.build(org.id, "u1", 1, rows=False)  # read its text instead
-    _same_snapshot(org.id, cold, corpus.build(org.id, "u1", 1))
+    assert snapshot_build._build_concatenated(org.id, "u1", 1) is None
+    cold = snapshot_build.build(org.id, "u1", 1, rows=False)  # read its text instead
+    _same_snapshot(org.id, cold, snapshot_build.build(org.id, "u1", 1))
     assert len(cold.ids) == 2
-    corpus.clear()
+    snapshot_cache.clear()
     assert written[0].id in _ids(org, "zqpump")  # a recall of the cold user builds it the same way
 
 
 def test_an_empty_user_builds_an_empty_snapshot(org):
-    empty = corpus.build(org.id, "nobody", 1, rows=False)
+    empty = snapshot_build.build(org.id, "nobody", 1, rows=False)
     assert len(empty.ids) == 0 and empty.index is None and empty.keyword_scores("anything") == {}

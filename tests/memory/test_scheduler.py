@@ -1,4 +1,4 @@
-"""The in-process maintenance scheduler (memory/scheduler.py) and what it reports.
+"""The in-process maintenance scheduler (memory/jobs/scheduler_thread.py) and what it reports.
 
 An append whose extraction fails after COMMIT still answers 201 and leaves the message pending
 (`extracted_at` NULL); the scheduler's sweep finishes it, records the run, and /readyz and the
@@ -10,7 +10,7 @@ from django.db import OperationalError
 from django.urls import reverse
 
 from conversations.models import Message
-from memory import scheduler
+from memory.jobs import scheduler_thread as scheduler
 from memory.models import Memory
 from tests.faults.conftest import server_client, wait_until
 
@@ -86,7 +86,7 @@ def test_scheduler_off_starts_nothing(own_var, settings):
 
 @pytest.mark.django_db
 def test_the_console_health_page_shows_pending_extraction_and_job_runs(admin_client, org):
-    from memory.maintenance_runs import maintenance_run
+    from memory.jobs.run_records import maintenance_run
 
     maintenance_run("memories_expire", lambda: 3, where="web:test")
     page = admin_client.get(reverse("console:health")).content.decode()
@@ -120,6 +120,6 @@ def test_changing_embedding_model_schedules_a_reembed_on_the_embedded_default(or
 
 
 def scheduler_runs() -> dict:
-    from memory.maintenance_runs import maintenance_runs
+    from memory.jobs.run_records import maintenance_runs
 
     return maintenance_runs()

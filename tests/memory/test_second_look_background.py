@@ -1,11 +1,11 @@
-"""The background of the candidates in the second look (memory/second_look.py): a candidate close to
+"""The background of the candidates in the second look (memory/recall/rerank.py): a candidate close to
 the candidates as a whole loses relevance, before the seeds are chosen and in the final score."""
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from memory.second_look import background_penalty, second_look
+from memory.recall.rerank import background_penalty, second_look
 
 SECOND_LOOK = {"seeds": 1, "weight": 0.4, "expand": False}
 
@@ -34,14 +34,16 @@ def _run(monkeypatch, settings, background_weight: float):
     q, vectors, kept = _setup(monkeypatch, settings, background_weight)
     seen_bonus = {}
 
-    def score_round(kept, bonus=None):
+    def score_round(bonus=None):
         seen_bonus.update(bonus or {})
         rows = [(m, FIRST_ROUND[m] + (bonus or {}).get(m, 0.0), {}) for m in kept]
         return sorted(rows, key=lambda row: (-row[1], -row[0]))
 
     no_terms = SimpleNamespace(terms_of=lambda ids: np.zeros(0, dtype=np.int64),  # no keyword round here
                                keyword_scores_of=lambda query: {})
-    ranked = second_look(q, vectors, score_round(kept), kept, {}, {}, None, 10, {}, score_round, None, corpus=no_terms)
+    run = SimpleNamespace(q=q, vectors=vectors, kept=kept, sources={}, result=None, limit=10, score=score_round,
+                          admit=None, neighbours=None, snapshot=no_terms)  # a recall's state (memory/recall/pipeline.py)
+    ranked = second_look(run, score_round())
     return [m for m, _, _ in ranked], seen_bonus
 
 

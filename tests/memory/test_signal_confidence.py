@@ -1,10 +1,10 @@
-"""Signals that know when they are weak (memory/signal_confidence.py, memory/query_shape.py)."""
+"""Signals that know when they are weak (memory/recall/ranking.py, memory/recall/query.py)."""
 import numpy as np
 import pytest
 
-from memory.keyword import TermIndex
-from memory.query_shape import is_conversation, keyword_text, shape
-from memory.signal_confidence import confident_seed, keyword_relevance
+from memory.recall.keyword import TermIndex
+from memory.recall.query import is_conversation, keyword_text, shape
+from memory.recall.ranking import confident_seed, keyword_relevance
 from tests.memory.test_recall import recall, remember
 
 
@@ -66,7 +66,7 @@ def test_a_small_corpus_is_ranked_without_the_second_look(api, settings):
 
 @pytest.mark.django_db
 def test_a_conversation_keeps_its_parts_for_the_best_match(settings):
-    from memory.selectors.query_vectors import start_query_vectors
+    from memory.recall.query_vectors import start_query_vectors
     from memory.vectors import active_embedder
 
     embedder = active_embedder()

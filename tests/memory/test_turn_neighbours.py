@@ -1,9 +1,9 @@
-"""Turn neighbours in the second look (memory/second_look.py): the turns next to the best candidates'
+"""Turn neighbours in the second look (memory/recall/rerank.py): the turns next to the best candidates'
 turns are candidates too, and those next to the top hits gain a bonus."""
 import pytest
 
 from memory.models import Memory, MemorySource
-from memory.second_look import turn_neighbours
+from memory.recall.rerank import turn_neighbours
 from tests.conversations.api_helpers import create_conversation
 from tests.memory.test_recall import recall
 
@@ -12,7 +12,7 @@ SECOND_LOOK = {"seeds": 2, "weight": 0.4, "expand": False}
 
 @pytest.fixture(autouse=True)
 def _second_look_on_small_corpora(settings):
-    # These users have a handful of memories: the second look's pool gate (memory/signal_confidence.py)
+    # These users have a handful of memories: the second look's pool gate (memory/recall/ranking.py)
     # would keep it off; the gate has its own tests (tests/memory/test_signal_confidence.py).
     settings.RECALL_CONFIDENCE = {**settings.RECALL_CONFIDENCE, "second_look_needs_pool": False}
 
@@ -83,7 +83,7 @@ def test_a_forgotten_neighbour_is_never_recalled(api, settings):
 
 
 def test_the_speakers_a_question_names():
-    from memory.second_look import asked_speakers
+    from memory.recall.rerank import asked_speakers
 
     speakers = {1: "Caroline", 2: "Melanie", 3: None, 4: "Jon Snow"}
     assert asked_speakers("What might Caroline's degree be in?", speakers) == {"Caroline"}

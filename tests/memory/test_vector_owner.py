@@ -4,9 +4,9 @@ rebuild_projections re-projects them."""
 import numpy as np
 import pytest
 
-from memory.maintenance import projections_rebuild
 from memory.models import PAYLOAD_VERSION, MemoryEmbedding, VectorCollection
-from memory.selectors import RecallQuery, recall
+from memory.projections.rebuild import projections_rebuild
+from memory.recall import RecallQuery, recall
 from memory.services.memories import MemoryInput, memory_write
 from memory.vector_index import VectorPoint
 from memory.vectors import active_collection_row, from_bytes, owner_key, user_filters

@@ -562,7 +562,7 @@ def check_vector_payloads() -> None:
 
 def check_caches() -> None:
     from memory.cache import memory_cache
-    from memory.selectors import corpus
+    from memory.recall import snapshot_cache
 
     owners = {}
     # The per-user active-memory hashes (Redis hash, or the same shape in the local-memory cache), of
@@ -583,7 +583,7 @@ def check_caches() -> None:
     # current enough to be served.
     from memory.cache import user_generation
 
-    for (org_id, user_id), index in list(corpus._cache().items()):
+    for (org_id, user_id), index in list(snapshot_cache._cache().items()):
         if index.generation != user_generation(org_id, user_id):
             continue
         ids = [int(i) for i in index.ids]

@@ -116,7 +116,7 @@ def test_expired_keys_no_longer_count_and_are_purged(api, settings):
 
 
 def test_purge_is_a_beat_job():
-    from memory.beat import BEAT_JOBS
+    from memory.jobs.beat_schedule import BEAT_JOBS
 
     assert "tenancy.tasks.idempotency_records_purge_task" in {job.task for job in BEAT_JOBS}
 

@@ -113,7 +113,7 @@ class Command(BaseCommand):
         connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
 
         def cleanup():
-            from memory.access import flush_pending
+            from memory.recall.access_stats import flush_pending
 
             flush_pending()  # into this run's database: the same ids exist in the one restored below
             connection.creation.destroy_test_db(old_name, verbosity=0)

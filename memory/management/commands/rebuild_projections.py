@@ -15,7 +15,7 @@ class Command(BaseCommand):
         parser.add_argument("--enqueue", action="store_true", help=ENQUEUE_HELP)
 
     def handle(self, *args, batch: int, no_optimize: bool, enqueue: bool, **options):
-        from memory.maintenance import projections_rebuild
+        from memory.projections.rebuild import projections_rebuild
 
         if enqueue:
             from memory.tasks import projections_rebuild_task

@@ -27,8 +27,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, dry_run: bool, collection: str | None, grace_seconds: int, enqueue: bool, wait: float,
                **options):
-        from memory.maintenance import projections_reconcile
         from memory.models import VectorCollection
+        from memory.projections.reconcile import projections_reconcile
 
         if enqueue:
             return self._enqueue(collection, dry_run, wait)
@@ -70,7 +70,7 @@ class Command(BaseCommand):
     def _enqueue(self, collection: str | None, dry_run: bool, wait: float) -> None:
         from django.utils import timezone
 
-        from memory.maintenance_runs import maintenance_runs
+        from memory.jobs.run_records import maintenance_runs
         from memory.tasks import projections_reconcile_task
 
         queued_at = timezone.now().isoformat()

@@ -18,7 +18,7 @@ class Command(BaseCommand):
         parser.add_argument("--enqueue", action="store_true", help=ENQUEUE_HELP)
 
     def handle(self, *args, model: str, batch: int, optimize: bool, enqueue: bool, **options):
-        from memory.maintenance import reembed
+        from memory.projections.reembed import reembed
 
         if enqueue:
             from memory.tasks import reembed_task

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from memory.beat import ensure_beat_schedule
+from memory.jobs.beat_schedule import ensure_beat_schedule
 
 
 class Command(BaseCommand):

@@ -12,14 +12,16 @@ back the requests it received.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["RecordedRequest", "Reply", "StubLLMServer"]
+__all__ = ["RecordedRequest", "Reply", "StubLLMServer", "review_answer"]
 
 CHAT_PATH = "/v1/chat/completions"
 
@@ -31,6 +33,8 @@ class Reply:
     delay: float = 0.0  # seconds before answering (longer than the client timeout -> timeout)
     drop: bool = False  # close the connection without any response (a transport error)
     raw_body: bytes | None = None  # send this body instead of a chat.completion envelope
+    # Computes the content from the request body (e.g. review_answer below) instead of `content`.
+    responder: Callable[[Any], str] | None = None
 
 
 @dataclass
@@ -92,15 +96,16 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.status != 200:
             self._send(reply.status, json.dumps({"error": {"message": "stub failure", "type": "server_error"}}).encode())
             return
+        content = reply.responder(body) if reply.responder is not None else reply.content
         envelope = {
             "id": f"chatcmpl-stub-{len(state.requests)}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model", "stub") if isinstance(body, dict) else "stub",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.content},
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
                          "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": len(raw) // 4, "completion_tokens": len(reply.content) // 4,
-                      "total_tokens": (len(raw) + len(reply.content)) // 4},
+            "usage": {"prompt_tokens": len(raw) // 4, "completion_tokens": len(content) // 4,
+                      "total_tokens": (len(raw) + len(content)) // 4},
         }
         self._send(200, json.dumps(envelope, ensure_ascii=False).encode("utf-8"))
 
@@ -167,6 +172,16 @@ class StubLLMServer:
         """Reply with arbitrary content, e.g. prose instead of JSON."""
         self._set_default(Reply(content=text))
 
+    def respond(self, responder: Callable[[Any], str], *, delay: float = 0.0) -> None:
+        """Every following request is answered by `responder(request body)`."""
+        self._set_default(Reply(responder=responder, delay=delay))
+
+    def answer_reviews(self) -> None:
+        """Answer the reviewer's prompt (memory/prompts/review_v*.md) as a model would, from the items it
+        was sent (review_answer below)."""
+        self.respond(lambda body: json.dumps(review_answer(json.loads(body["messages"][-1]["content"])),
+                                             ensure_ascii=False))
+
     def fail(self, status: int = 500) -> None:
         self._set_default(Reply(status=status))
 
@@ -190,3 +205,46 @@ class StubLLMServer:
     def requests(self) -> list[RecordedRequest]:
         with self._state.lock:
             return list(self._state.requests)
+
+
+# ---------------------------------------------------------------------- the reviewer's stand-in
+# A deterministic reading of the reviewer's items, so tests state what they write, not what the stub
+# answers: cues in the text decide, as a model would read them. Not a judge of anything real.
+_CHANGE = re.compile(r"\bnow\b|switched|changed|moved|upgraded|现在|改成|改用|换成|升到|搬到", re.I)
+_ADDITION = re.compile(r"\balso\b|\btoo\b|另外|也有", re.I)
+_TASK = re.compile(r"this time|just for now|这次|今天只", re.I)
+_SMALL_TALK = re.compile(r"^(thanks|thank you|hello|hi|ok)\b|谢谢|你好|[?？]\s*$", re.I)
+_UNSURE = re.compile(r"\bmaybe\b|可能|也许", re.I)
+_PREFERENCE = re.compile(r"prefer|\blike\b|always|喜欢|习惯|偏好", re.I)
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[\W_]+", "", text.lower())
+
+
+def _pair(older: dict, newer: dict) -> str:
+    if _norm(older["content"]) == _norm(newer["content"]):
+        return "duplicate"
+    if older["kind"] == newer["kind"] == "event" or _ADDITION.search(newer["content"]):
+        return "coexists"
+    if _UNSURE.search(newer["content"]):
+        return "unsure"
+    return "replaces" if _CHANGE.search(newer["content"]) else "unsure"
+
+
+def _statement(item: dict) -> dict:
+    text = item["content"]
+    if _UNSURE.search(text):
+        return {"decision": "unsure", "kind": None}
+    if _TASK.search(text):
+        return {"decision": "task_only", "kind": None}
+    if _SMALL_TALK.search(text.strip()):
+        return {"decision": "drop", "kind": None}
+    kind = "preference" if _PREFERENCE.search(text) else ("event" if item["kind"] == "event" else "fact")
+    return {"decision": "keep", "kind": kind}
+
+
+def review_answer(payload: dict) -> dict:
+    """The answer to one reviewer batch: an entry per item, by its short id."""
+    return {"pairs": [{"id": p["id"], "decision": _pair(p["older"], p["newer"])} for p in payload.get("pairs", [])],
+            "statements": [{"id": s["id"], **_statement(s)} for s in payload.get("statements", [])]}

@@ -1,0 +1,49 @@
+"""Recall and open possible conflicts: when both memories of an open conflict are recalled, the
+newer ranks first, and `explain` marks each with the pair (DESIGN §5: both kept, the newer first)."""
+from __future__ import annotations
+
+from django.db import connection
+
+from memory.choices import SUBJECT_KINDS
+from memory.models import MemoryConflict
+
+
+def open_conflicts(*, org, user_id: str, ids: list[int]) -> list[tuple[int, int, int]]:
+    """(conflict id, older, newer) of the open possible conflicts with either side among `ids`,
+    newest first."""
+    if not ids:
+        return []
+    # One plain statement (the (org, user, status) index, either side among the items) instead of the
+    # ORM's OR-query: recall runs this on every call. Newest conflict first, as the model orders them.
+    qn, opts = connection.ops.quote_name, MemoryConflict._meta
+    col = lambda name: qn(opts.get_field(name).column)  # noqa: E731
+    marks = ", ".join(["%s"] * len(ids))
+    sql = (f"SELECT {col('id')}, {col('older')}, {col('newer')}, {col('created_at')} FROM {qn(opts.db_table)} "
+           f"WHERE {col('org')} = %s AND {col('user_id')} = %s AND {col('status')} = %s "
+           f"AND ({col('older')} IN ({marks}) OR {col('newer')} IN ({marks}))")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [org.id, user_id, "open", *ids, *ids])
+        found = cursor.fetchall()
+    return [row[:3] for row in sorted(found, key=lambda row: (row[3], row[0]), reverse=True)]
+
+
+def conflicts_apply(items: list, *, org, user_id: str, explain: bool, pairs: list | None = None) -> list:
+    """`pairs`: open_conflicts over these items or more, when the caller read them already."""
+    if pairs is None:
+        pairs = open_conflicts(org=org, user_id=user_id,
+                               ids=[item.memory.id for item in items if item.memory.kind in SUBJECT_KINDS])
+    if not pairs:
+        return items
+    order = [item.memory.id for item in items]
+    for conflict_id, older, newer in pairs:
+        if explain:
+            for item in items:
+                if item.memory.id in (older, newer):
+                    role = "older" if item.memory.id == older else "newer"
+                    item.parts.setdefault("conflicts", []).append(
+                        {"id": conflict_id, "role": role, "with": newer if role == "older" else older})
+        if older in order and newer in order and order.index(older) < order.index(newer):
+            order.remove(newer)
+            order.insert(order.index(older), newer)
+    by_id = {item.memory.id: item for item in items}
+    return [by_id[i] for i in order]
