@@ -8,9 +8,4 @@
 Models are plain NumPy arrays in ``models/*.npz`` (no pickle): inference needs NumPy only, training
 needs scikit-learn. Training reads ``evaluation/learn/*-tune.jsonl``; the ``*-report.jsonl`` halves,
 written by someone who saw neither the code nor the tune half, are only ever reported on.
-
-Neither model is wired into the write path yet (docs/decisions.md, D25): with the gate remembering by
-default, paraphrases of one statement need the judge to be told apart from changes, and the judge does
-not yet beat the subject rules on its report half. They are trained, reported and tested here so the
-next step starts from them.
 """
