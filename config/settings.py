@@ -52,7 +52,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
-# A `Server-Timing` header on every response: where the request's time went (config/server_timing.py).
+# A `Server-Timing` header on every response: where the request's time went (common/server_timing.py).
 # Off by default: it tells a caller how much work its request caused. Outermost, so `app` covers every
 # middleware; not in the stack at all when off.
 SERVER_TIMING = env.bool("SERVER_TIMING", default=False)
@@ -114,7 +114,7 @@ DATABASE_CONTENTION_RETRIES = env.int("DATABASE_CONTENTION_RETRIES", default=3)
 # --------------------------------------------------------------------------- cache
 # Nothing on the request path waits on Redis for long (docs/reliability.md, "A Redis that stops
 # answering"): every connection has connect and socket timeouts, and the first timeout opens a
-# per-server breaker (config/redis_guard.py) so later calls fail at once for REDIS_BREAKER_SECONDS.
+# per-server breaker (common/redis_guard.py) so later calls fail at once for REDIS_BREAKER_SECONDS.
 REDIS_CONNECT_TIMEOUT = env.float("REDIS_CONNECT_TIMEOUT", default=0.5)
 REDIS_SOCKET_TIMEOUT = env.float("REDIS_SOCKET_TIMEOUT", default=0.5)
 REDIS_BREAKER_SECONDS = env.float("REDIS_BREAKER_SECONDS", default=5.0)
