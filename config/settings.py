@@ -376,6 +376,9 @@ RECALL_HISTORY = env.json("RECALL_HISTORY", default={
     "subject": 0.3, "alike": 0.35, "close": 0.6})
 # "Forget what matches this query": a memory is in the preview when its cosine to the query reaches
 # this, or it shares the query's best keyword match.
+# The learned judge's P(same subject) from which a same-kind pair the subject rules leave side by side, with
+# no other value and no change announced, is a restatement: a duplicate (memory/services/subject_tier.py, D25).
+MEMORY_RESTATEMENT_MIN = env.float("MEMORY_RESTATEMENT_MIN", default=0.9)
 FORGET_PREVIEW_MIN_COSINE = env.float("FORGET_PREVIEW_MIN_COSINE", default=0.5)
 # Or, when nothing reaches that, the best match alone if its cosine reaches the first figure and leads every
 # other memory by the second (a paraphrase: "孩子在哪上学" for "我儿子在杭州学军小学读三年级", cosine 0.47).

@@ -3,12 +3,11 @@ standing candidate duplicates, supersedes or may conflict with. Called inside me
 transaction, with the user's write lock held."""
 from __future__ import annotations
 
+from django.conf import settings
+
 from memory.choices import SUBJECT_KINDS, MemoryScope
 from memory.models import Memory
 from memory.vectors import active_embedder
-
-# The learned judge's P(same subject) above which a pair with no other value and no change is a restatement.
-RESTATEMENT_SAME = 0.9
 
 
 def distinct_statements(older: str, newer: str) -> bool:
@@ -54,7 +53,7 @@ def _restatements(inp, existing: list, decisions: dict[int, object]) -> dict[int
     for e, verdict in zip(open_pairs, verdicts):
         same = float(verdict.proba.get("duplicate", 0.0) + verdict.proba.get("supersede", 0.0))
         # Same subject by the model, no other value and no change announced: the same statement again.
-        if verdict.reason == "model" and same >= RESTATEMENT_SAME:
+        if verdict.reason == "model" and same >= settings.MEMORY_RESTATEMENT_MIN:
             decisions[e.id] = replace(decisions[e.id], action="duplicate", score=same)
     return decisions
 
