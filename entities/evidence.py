@@ -38,9 +38,10 @@ _SEPARATORS = re.compile(r"[\s·\-_/#,，、()（）]+")
 
 
 def _jieba():
-    from entities.partial import quiet_jieba
+    import jieba
 
-    return quiet_jieba()
+    jieba.setLogLevel(60)
+    return jieba
 
 
 @lru_cache(maxsize=400_000)
