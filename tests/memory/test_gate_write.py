@@ -48,3 +48,21 @@ def test_a_batch_keeps_the_same_statements(api):
     kept = standing()
     assert sorted(m.content for m in kept) == sorted(["我对花生过敏", "老婆不吃香菜"])
     assert all("gate" in m.metadata for m in kept)
+
+
+def test_warm_up_loads_the_learned_models_embedder_when_the_live_model_is_another(settings, db):
+    """A write must never load the learned models' embedder itself (seconds, under its user's write
+    lock; the Redis-pause write stall): the start-up warm-up loads it when the live model differs."""
+    from memory import embeddings
+    from memory.jobs.startup_warmup import warm_up
+    from memory.learn.encode import GATE_EMBEDDER
+
+    settings.EMBEDDING_MODEL = "use-multilingual"
+    key = embeddings._canonical_name(GATE_EMBEDDER)
+    saved = embeddings._cache.pop(key, None)
+    try:
+        warm_up()
+        assert key in embeddings._cache
+    finally:
+        if saved is not None:
+            embeddings._cache[key] = saved

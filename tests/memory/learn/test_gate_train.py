@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[3]
 # Training needs no database: once, in the embedded profile (it takes minutes).
 pytestmark = pytest.mark.embedded_only
 
+
 def test_training_reproduces_the_committed_model(tmp_path):
     out = tmp_path / "gate.npz"
     done = subprocess.run([sys.executable, "-m", "memory.learn", "train", "gate", "--out", str(out)], cwd=ROOT,
