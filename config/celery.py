@@ -9,7 +9,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 # kombu's Redis transport builds its connections from Channel.connection_class; pointing it at the
 # guarded class gives the broker the same timeouts-then-fail-fast behaviour as the cache
-# (config/redis_guard.py). Transport options cannot carry a class, hence the attribute.
+# (common/redis_guard.py). Transport options cannot carry a class, hence the attribute.
 try:
     from kombu.transport import redis as _kombu_redis
 

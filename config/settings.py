@@ -52,7 +52,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
-# A `Server-Timing` header on every response: where the request's time went (config/server_timing.py).
+# A `Server-Timing` header on every response: where the request's time went (common/server_timing.py).
 # Off by default: it tells a caller how much work its request caused. Outermost, so `app` covers every
 # middleware; not in the stack at all when off.
 SERVER_TIMING = env.bool("SERVER_TIMING", default=False)
@@ -114,7 +114,7 @@ DATABASE_CONTENTION_RETRIES = env.int("DATABASE_CONTENTION_RETRIES", default=3)
 # --------------------------------------------------------------------------- cache
 # Nothing on the request path waits on Redis for long (docs/reliability.md, "A Redis that stops
 # answering"): every connection has connect and socket timeouts, and the first timeout opens a
-# per-server breaker (config/redis_guard.py) so later calls fail at once for REDIS_BREAKER_SECONDS.
+# per-server breaker (common/redis_guard.py) so later calls fail at once for REDIS_BREAKER_SECONDS.
 REDIS_CONNECT_TIMEOUT = env.float("REDIS_CONNECT_TIMEOUT", default=0.5)
 REDIS_SOCKET_TIMEOUT = env.float("REDIS_SOCKET_TIMEOUT", default=0.5)
 REDIS_BREAKER_SECONDS = env.float("REDIS_BREAKER_SECONDS", default=5.0)
@@ -374,6 +374,9 @@ RECALL_MIN_RELEVANCE = env.float("RECALL_MIN_RELEVANCE", default=0.05)
 RECALL_HISTORY = env.json("RECALL_HISTORY", default={
     "enabled": True, "reorder": False, "window": 3, "max_items": 30, "max_pairs": 4,
     "subject": 0.3, "alike": 0.35, "close": 0.6})
+# The learned judge's P(same subject) from which a same-kind pair the subject rules leave side by side, with
+# no other value and no change announced, is a restatement: a duplicate (memory/services/subject_tier.py, D25).
+MEMORY_RESTATEMENT_MIN = env.float("MEMORY_RESTATEMENT_MIN", default=0.9)
 # "Forget what matches this query": a memory is in the preview when its cosine to the query reaches
 # this, or it shares the query's best keyword match.
 FORGET_PREVIEW_MIN_COSINE = env.float("FORGET_PREVIEW_MIN_COSINE", default=0.5)

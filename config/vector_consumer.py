@@ -12,7 +12,7 @@ It must not die silently (issue 42). Two things keep it alive:
   VECTOR_CONSUMER_SOCKET_TIMEOUT (a request thread's publish gives up after BROKER_SOCKET_TIMEOUT,
   0.5 s; an ack that times out leaves the consumer's channel closed while the event loop keeps
   running, idle, for good), plain redis-py connections (the request path's breaker,
-  config/redis_guard.py, would refuse an ack just as a timeout does), and kombu's BRPOP health check
+  common/redis_guard.py, would refuse an ack just as a timeout does), and kombu's BRPOP health check
   every VECTOR_CONSUMER_HEALTH_CHECK_SECONDS, which drops a connection that stopped answering.
 - A watchdog thread (config/consumer_watchdog.py) compares the last delivery with the queue's depth:
   a consumer that holds work (messages waiting) but has consumed nothing for

@@ -7,8 +7,10 @@ functions, so importing this package never requires configured settings.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from memory.choices import EXTRACTED_KINDS, MemoryAssertion, MemoryScope
 
@@ -41,6 +43,10 @@ class ExtractionInput:
     occurred_at: datetime  # message time (aware)
     existing: list[ExistingMemory] = field(default_factory=list)
     recent: list[tuple[str, str]] = field(default_factory=list)  # (role, content), oldest first
+    # The write path's vectors for texts the gate reads (memory/learn/gate.py): the vectors it computes
+    # anyway for the message and its memories, in the gate's form, or None when the live model is not
+    # the gate's (the gate then encodes them itself). Not part of the input's identity.
+    vectors: Callable[[list[str]], Any] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -71,6 +77,9 @@ class Candidate:
     # days I take it with oat milk"): the write path keeps it only when it replaces, or may conflict
     # with, a standing memory on its subject; on its own it is chatter, and its episode keeps the words.
     replaces_only: bool = False
+    # What the learned gate said of the sentence: {"p": keep probability, "model": model version};
+    # stored on the memory as metadata["gate"] (the uncertain band is reviewed later, D25).
+    gate: dict | None = None
 
 
 @dataclass

@@ -43,6 +43,7 @@ class Statement:
     explicit: bool = False
     new_value: str | None = None  # a subjectless correction ("是齐齐哈尔"): filled from what it corrects
     replaces_only: bool = False  # kept only as the new value of a standing memory on its subject (rules.py)
+    gate: dict | None = None  # the learned gate's keep probability and model (memory/learn/gate.py)
 
 
 def lexicon_for(text: str) -> Lexicon:
@@ -82,7 +83,7 @@ def resolve(st: Statement, existing: list[ExistingMemory]) -> Candidate:
         kind=st.kind, content=st.content, assertion=st.assertion, slot_key=st.slot_key, scope=st.scope,
         occurred_at=st.occurred_at, valid_from=st.valid_from, valid_to=st.valid_to,
         importance=importance_for(kind=st.kind, scope=st.scope, change=st.change, explicit=st.explicit),
-        change=st.change, replaces_only=st.replaces_only,
+        change=st.change, replaces_only=st.replaces_only, gate=st.gate,
     )
     # Task instructions never touch long-term memories, suggestions are not knowledge, and
     # events only ever accumulate.
@@ -141,15 +142,16 @@ def merge_retractions(statements: list[Statement]) -> list[Statement]:
     out: list[Statement] = []
     for st in statements:
         prev = out[-1] if out else None
-        if (prev is not None and prev.change == "update" and _RETRACTION.search(prev.content) and prev.kind == st.kind
-                and st.kind in ("fact", "preference") and not st.old_values and st.scope == prev.scope == "user"):
+        # The retraction alone may read as either standing kind; the replacement's kind is the pair's.
+        if (prev is not None and prev.change == "update" and _RETRACTION.search(prev.content)
+                and {prev.kind, st.kind} <= {"fact", "preference"} and not st.old_values and st.scope == prev.scope == "user"):
             # One change of one subject: the retraction names the subject (its slot), the
             # replacement the value; the pair is stored as one statement under the old subject.
             st.content = f"{prev.content}; {st.content}"
             st.old_values = list(prev.old_values)
             # The key is the retraction's, the value the replacement's: the old value must not
             # make the change look like a repetition of what is stored.
-            st.slot_key = prev.slot_key or st.slot_key
+            st.slot_key = (prev.slot.key(st.kind) if prev.slot else prev.slot_key) or st.slot_key
             st.change = st.change or "update"
             out[-1] = st
             continue

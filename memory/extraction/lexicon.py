@@ -27,7 +27,6 @@ class Lexicon:
     proposal: Pattern  # "我们开会吧" / "let's ...": a suggestion to do something now, not a statement
     remember_lead: Pattern  # "记住，" / "remember that": an explicit request to keep the statement
     filler_lead: Pattern  # "对了，" / "by the way," carries nothing
-    chit_chat: Pattern
     task_marker: Pattern  # "这次" / "this time"
     task_instruction: Pattern  # ...together with an instruction word, so "这次大修花了两万" is not one
     task_today: Pattern  # "今天只": expires with the day
@@ -40,14 +39,9 @@ class Lexicon:
     migration: Pattern
     update: Pattern
     now_time: Pattern  # when a state holds or the level it reached ("现在/these days", "调到800小时"): what an event needs to leave one
-    now_state: Pattern  # a state said to hold from now on, with no cue word above: a last resort of rules.py
     old_value: tuple[Pattern, ...]  # "从X迁移" / "from X to": where a change names the value it leaves (group old)
     opinion: Pattern
     first_person: Pattern
-    fact_predicate: Pattern  # a statement, not a feeling: "是/在/有/用", "have/use/own"
-    event_verb: Pattern
-    completion: Pattern
-    asset: Pattern
     suggestion: Pattern
     slot: Callable[[str, str], SlotParts | None]
     event_subject: Callable[[str], str]

@@ -1,12 +1,10 @@
-"""RuleExtractor: the offline default (zh + en). "The extractor is the gate": a sentence becomes a
-memory only when a cue says it is a standing preference, a fact about the user or organisation,
-a dated event, a correction/change of one of those, a task-only instruction or (for assistant
-turns) a suggestion. Everything else — chit-chat, questions, requests, acknowledgements —
-returns nothing.
-
-Per user sentence the order of the checks matters and is: question -> temporary instruction ->
-correction (strip the preamble and the negated old value, then classify what is left) ->
-standing preference -> request -> change/migration -> future plan -> event -> fact.
+"""RuleExtractor: the offline default (zh + en). Remember by default (issue 39, D25): every user
+sentence is offered to the learned gate (memory/learn/gate.py), which decides keep / task-only / drop
+and the kind (fact, preference, event): the closed classes (a question, a greeting/thanks/ack, a
+do-not-remember, a one-time instruction) first, a small model over the sentence's embeddings and
+rule signals for everything else. The rules that remain here shape what the gate keeps: the change a
+sentence announces (correction, migration, update) and the old values it names, its times, its slot
+key, and the state an event leaves. Assistant turns yield only suggestions, never facts.
 """
 from __future__ import annotations
 
@@ -26,25 +24,37 @@ from memory.extraction.candidates import (
     resolve,
 )
 from memory.extraction.lexicon import Lexicon
-from memory.extraction.rules_en import EN
-from memory.extraction.rules_zh import ZH
-from memory.extraction.standing import habitual, onset, read, task_scope
+from memory.extraction.standing import onset
 from memory.extraction.text import strip_end
 from memory.extraction.timeexpr import TimeRef, find_times, recurring, rewrite_times
+from memory.learn.gate import GateReading, get_gate
+from memory.learn.signals import closed_class
 
-__all__ = ["RuleExtractor"]
+__all__ = ["RuleExtractor", "gate_texts"]
 
 _PRECISE_GRAINS = ("day", "week", "instant", "recent")
-# "它/这台/this one ..." points back into the conversation; without entity resolution the
-# subject is unknown, so such a sentence is not a standalone fact.
 # Trailing bracketed annotations ("[shares a photo: ...]") describe the message, they are not said.
 _ANNOTATION = re.compile(r"\s*\[[^\[\]]{0,300}\]\s*$")
-# Third persons ("他们公司在上海") are about someone else, not the user.
+# "它/这台/this one ..." points back into the conversation; without entity resolution the subject is
+# unknown, so such a clause does not name the subject of a change.
 _DEMONSTRATIVE = re.compile(r"^(?:这|那|它|他|她)|^(?:this|that|it|they|he|she|his|her|their)\b", re.I)
-
-
 # "现在/目前/now/currently": the clause states what holds from now on.
 _NOW = re.compile(r"现在|目前|如今|眼下|\bnow\b|\bcurrently\b", re.I)
+
+
+def _sentences(content: str) -> tuple[str | None, list[str]]:
+    text = _ANNOTATION.sub("", clean(content or ""))
+    speaker, text = split_speaker(text)
+    return speaker, split_message_sentences(text)
+
+
+def gate_texts(content: str) -> list[str]:
+    """The texts whose vectors the gate reads for a user message: the message itself when it is one
+    sentence (the vector its episode stores anyway), else each sentence."""
+    speaker, sentences = _sentences(content)
+    if len(sentences) == 1 and speaker is None and sentences[0] == clean(content or ""):
+        return [content]
+    return sentences
 
 
 class RuleExtractor(Extractor):
@@ -55,18 +65,21 @@ class RuleExtractor(Extractor):
         if not text or inp.role not in ("user", "assistant"):
             return ExtractionResult(candidates=[], produced_by="rules")
         # Either language's cue counts: "别记这个 ok?" / "don't save this, 谢谢" are common.
-        if inp.role == "user" and (ZH.do_not_remember(text) or EN.do_not_remember(text)):
+        if inp.role == "user" and closed_class(text) == "do_not_remember":
             return ExtractionResult(candidates=[], do_not_remember=True, produced_by="rules")
 
-        text = _ANNOTATION.sub("", text)
-        speaker, text = split_speaker(text)
+        speaker, sentences = _sentences(inp.content)
         statements: list[Statement] = []
-        for sentence in split_message_sentences(text):
-            lex = lexicon_for(sentence)
-            if inp.role == "assistant":
-                statements.extend(self._assistant(sentence, lex, inp.occurred_at))
-            else:
-                statements.extend(self._user(sentence, lex, inp.occurred_at, reported=speaker is not None))
+        if inp.role == "assistant":
+            for sentence in sentences:
+                statements.extend(self._assistant(sentence, lexicon_for(sentence), inp.occurred_at))
+        else:
+            for sentence, reading in zip(sentences, self._read(inp, sentences)):
+                found = self._user(sentence, lexicon_for(sentence), inp.occurred_at, reading, reported=speaker is not None)
+                gate = {"p": reading.p, "model": get_gate().version}
+                for st in found:
+                    st.gate = gate
+                statements.extend(found)
 
         statements = merge_retractions(statements)
         candidates: list[Candidate] = []
@@ -84,6 +97,14 @@ class RuleExtractor(Extractor):
             candidates.append(resolve(st, inp.existing))
         return ExtractionResult(candidates=candidates, produced_by="rules")
 
+    @staticmethod
+    def _read(inp: ExtractionInput, sentences: list[str]) -> list[GateReading]:
+        """The gate's reading of each sentence, on the write path's vectors when it has them."""
+        gate = get_gate()
+        texts = gate_texts(inp.content)
+        vectors = inp.vectors(texts) if inp.vectors is not None and len(texts) == len(sentences) else None
+        return gate.read(sentences, vectors)
+
     # ------------------------------------------------------------------ assistant turns
     def _assistant(self, sentence: str, lex: Lexicon, at: datetime) -> list[Statement]:
         # Only advice is kept, and only as the model's suggestion: "好的/已记录/3号拖拉机最近一次
@@ -97,82 +118,78 @@ class RuleExtractor(Extractor):
         return [Statement(kind="suggestion", content=content, assertion="model_suggestion")]
 
     # ------------------------------------------------------------------ user turns
-    def _user(self, sentence: str, lex: Lexicon, at: datetime, reported: bool = False) -> list[Statement]:
-        """`reported`: a transcript line that names its speaker ("Jon: ..."), said between people,
-        not to the agent."""
-        if lex.is_question(sentence):
+    def _user(self, sentence: str, lex: Lexicon, at: datetime, reading: GateReading, reported: bool = False
+              ) -> list[Statement]:
+        """What the gate keeps of one user sentence, shaped by the change it announces, its times and
+        its slot. `reported`: a transcript line that names its speaker ("Jon: ..."), said between
+        people, not to the agent."""
+        if reading.label == "none":
             return []
         s, explicit = self._strip_leads(strip_end(sentence), lex)
         if not s or len(s) > MAX_SENTENCE_CHARS:
             return []
-        standing = bool(lex.long_term.search(s) or lex.habit.search(s))
-        # A small-talk topic (meals, weather, weekends) is small talk unless the sentence states a routine.
-        if lex.chit_chat.search(s) and not standing and not habitual(s, lex.lang):
-            return []
-
-        if (lex.task_marker.search(s) and lex.task_instruction.search(s)) or task_scope(s, lex.lang):
-            if lex.long_term.search(s):
-                # "这次先按A，以后都按B": two instructions with different lifetimes, one per clause.
-                clauses = [c for c in re.split(r"[，,]", s) if c.strip()]
-                if len(clauses) > 1:
-                    return [st for c in clauses for st in self._user(c, lex, at, reported)]
-            else:
-                return [self._task(s, lex, at, explicit)]
+        clauses = [c for c in re.split(r"[，,]", s) if c.strip()]
+        if lex.long_term.search(s) and len(clauses) > 1 and any(closed_class(c) == "task" for c in clauses):
+            # "这次先按A，以后都按B": two instructions with different lifetimes, one per clause.
+            return [self._task(c, lex, at, explicit) if closed_class(c) == "task"
+                    else self._statement("preference", c, lex, at, find_times(c, at, lex.lang), None, [], explicit)
+                    for c in clauses]
+        if reading.label == "task" and (reading.closed or not lex.long_term.search(s)):
+            return [self._task(s, lex, at, explicit)]
 
         change, s, old_values, decided = self._change(s, lex, explicit)
         if decided is not None:
             return decided
-
         times = find_times(s, at, lex.lang)
-        first_person = bool(lex.first_person.search(s))
-        future = [t for t in times if t.tense == "future"]
+        future = [t for t in times if t.tense == "future" and not recurring(s, t)]
         past = [t for t in times if t.tense != "future"]
-
-        reading = None if standing else self._structural_reading(s, lex)
-        if reading is not None and reading.kind == "preference":
-            standing = True
-        if standing:
+        kind = self._kind(s, lex, reading.label, change, times)
+        if kind == "preference":
             if change == "migration":
                 change = "update"  # a changed preference replaces the old one; nothing moved
             return [self._statement("preference", s, lex, at, times, change, old_values, explicit)]
-        if (lex.is_request(s) or lex.proposal.search(s)) and change != "correction":
-            return []
-        if self._states_attribute(s, lex):
-            # "我女儿的生日是5月14号": a date can be the value of a standing fact, not an event or a plan.
-            return [self._statement("fact", s, lex, at, times, change, old_values, explicit)]
-        if onset(s, lex.lang) and (change in ("migration", "update") or (future and not first_person)):
-            # "从下个月起，发车时间调到五点半": a change of what holds, announced ahead of time.
-            return [self._statement("fact", s, lex, at, times, change or "update", old_values, explicit)]
-        if future and not past and not first_person and change != "correction" and not reported:
-            # "下周二上午给2号收割机做保养" / "时间改到明天下午三点": arrangements of the task at hand.
+        if future and not past and change != "correction" and not reported and not onset(s, lex.lang) \
+                and not lex.first_person.search(s):
+            # "下周二上午给2号收割机做保养": an arrangement of the task at hand, not a memory of the user.
             # Not in a transcript line: "Jon: The opening night is tomorrow" tells another person
             # about Jon's life; as a task it would leave every other conversation's recall.
             return [self._task(s, lex, at, explicit)]
-        if change in ("migration", "update"):
-            return [self._statement("fact", s, lex, at, times, change, old_values, explicit)]
-        if future and not past and first_person and not lex.opinion.search(s):
-            return [self._event(s, lex, at, future[0], explicit, planned=True)]
-        if change != "correction" and len(re.split(r"[，,；;]", s)) > 1:
-            # "小马上个月离职了，嘉兴仓现在是郑丽在对接": what happened, then what holds now; the
-            # standing part is what later turns need, so the sentence is kept as that fact.
-            now_fact = self._clause_fact(s, lex, at, times, old_values, explicit, now_only=True)
-            if now_fact:
-                return now_fact
-        if reading is not None and reading.kind == "fact":
-            return [self._statement("fact", s, lex, at, times, change, old_values, explicit)]
-        if reading is not None and reading.kind == "event" or self._is_event(s, lex, times, first_person):
+        if kind == "event":
+            if future and not past:
+                return [self._event(s, lex, at, future[0], explicit, planned=True)]
             when = next((t for t in past if t.grain in _PRECISE_GRAINS), past[0] if past else None)
             # "老王上个月走了，现在是小李带技术": what happened, and the state it leaves, which may
             # replace a standing memory on its subject (the event itself never replaces anything).
             state = self._now_state(s, lex, at, times, change, old_values, explicit) if lex.now_time.search(s) else []
             return [self._event(s, lex, at, when, explicit, change=change)] + state
-        if self._is_fact(s, lex, first_person) or change == "correction":
-            st = self._statement("fact", s, lex, at, times, change, old_values, explicit)
-            if st.slot is None and not first_person:
-                return []  # a correction of something we cannot name is not storable on its own
-            return [st]
-        return self._clause_fact(s, lex, at, times, old_values, explicit) or \
-            self._now_state(s, lex, at, times, change, old_values, explicit)
+        if change != "correction" and len(re.split(r"[，,；;]", s)) > 1:
+            # "小马上个月离职了，嘉兴仓现在是郑丽在对接": what happened, then what holds now; the
+            # standing part is what later turns need, so the sentence is kept keyed by that clause.
+            now_fact = self._clause_fact(s, lex, at, times, old_values, explicit)
+            if now_fact:
+                return now_fact
+        return [self._statement("fact", s, lex, at, times, change, old_values, explicit)]
+
+    @staticmethod
+    def _kind(s: str, lex: Lexicon, label: str, change: str | None, times: list[TimeRef]) -> str:
+        """The gate's kind, with two readings it cannot outvote: an explicit standing cue ("以后",
+        "默认", "from now on", "是我的主力") makes a preference (the model's task-only included: a
+        one-time instruction is a closed class, decided before the model), and a dated occurrence that announces no
+        change ("我们2月20日签了合同", "we installed a pump today") an event: a change told with a
+        date stays the fact it changes (the labelled data files those as facts); a request to the assistant
+        or a routine on recurring days is no event."""
+        if lex.long_term.search(s) or lex.habit.search(s):
+            return "preference"
+        dated = [t for t in times if t.tense != "future" and not recurring(s, t)
+                 and (t.grain in _PRECISE_GRAINS or t.tense == "past")]
+        if label == "fact" and dated and change is None:
+            return "event"
+        if label == "event" and (lex.is_request(s) or (times and all(recurring(s, t) for t in times))):
+            # "Please send my summary on Friday afternoons": what is asked of the assistant has not
+            # happened, and a day that recurs is a routine: neither is an occurrence. Asked of the
+            # assistant, it is how the user wants things done.
+            return "preference" if lex.is_request(s) else "fact"
+        return label
 
     @staticmethod
     def _change(s: str, lex: Lexicon, explicit: bool) -> tuple[str | None, str, list[str], list[Statement] | None]:
@@ -199,18 +216,8 @@ class RuleExtractor(Extractor):
         old_values += [v for v in lex.old_values(s) if v not in old_values]
         return change, s, old_values, None
 
-    @staticmethod
-    def _structural_reading(s: str, lex: Lexicon):
-        """Everyday wording with no cue word: what the sentence's structure says (standing.py)."""
-        reading = read(s, lex.lang)
-        if reading is not None and reading.kind != "event" and (lex.opinion.search(s) or _DEMONSTRATIVE.match(s)):
-            return None  # a feeling or guess ("I think it's fine"), or about someone pointed at
-        if reading is not None and reading.kind == "fact" and (lex.is_request(s) or lex.proposal.search(s)):
-            return None  # a standing-looking request to act now ("把每周的报表列一下") stays a request
-        return reading
-
     def _clause_fact(self, s: str, lex: Lexicon, at: datetime, times: list[TimeRef], old_values: list[str],
-                     explicit: bool, now_only: bool = False) -> list[Statement]:
+                     explicit: bool) -> list[Statement]:
         """"李明离职了，现在维修师傅是赵刚": the sentence as a whole is no fact, but one of its clauses
         states one. The whole sentence is kept (it says what changed), keyed by that clause."""
         clauses = [c.strip() for c in re.split(r"[，,；;]", s) if c.strip()]
@@ -219,7 +226,7 @@ class RuleExtractor(Extractor):
         for clause in reversed(clauses):
             if lex.is_question(clause) or lex.opinion.search(clause):
                 continue
-            if now_only and not _NOW.search(clause):
+            if not _NOW.search(clause):
                 continue
             slot = lex.slot(clause, "fact")
             if slot is not None and slot.structural and not _DEMONSTRATIVE.match(clause):
@@ -230,10 +237,10 @@ class RuleExtractor(Extractor):
 
     def _now_state(self, s: str, lex: Lexicon, at: datetime, times: list[TimeRef], change: str | None,
                    old_values: list[str], explicit: bool) -> list[Statement]:
-        """The last resort: a sentence no rule above reads that says a state holds from now on
-        ("最近改喝拿铁了，美式太苦", "Karen left, and I report to Dev now"). Kept as a fact that only
-        replaces: the write path stores it when the subject judge finds the standing memory it updates."""
-        if not (lex.now_state.search(s) or lex.now_time.search(s)) or lex.opinion.search(s) or _DEMONSTRATIVE.match(s):
+        """The state an event leaves, said to hold now ("老王上个月走了，现在是小李带技术", "Karen left, and I
+        report to Dev now"): the event's words again, as a fact that only replaces: the write path stores
+        it when the subject judge finds the standing memory it updates."""
+        if lex.opinion.search(s) or _DEMONSTRATIVE.match(s):
             return []
         st = self._statement("fact", s, lex, at, times, change or "update", old_values, explicit)
         st.replaces_only = True
@@ -250,39 +257,6 @@ class RuleExtractor(Extractor):
                 explicit, s = True, s[m.end():]
             if s == before:
                 return s.strip(), explicit
-
-    @staticmethod
-    def _is_event(s: str, lex: Lexicon, times: list[TimeRef], first_person: bool) -> bool:
-        verb = bool(lex.event_verb.search(s))
-        done = bool(lex.completion.search(s))
-        if not (verb or done) or lex.opinion.search(s):
-            return False
-        precise = any(t.tense != "future" and (t.grain in _PRECISE_GRAINS or t.tense == "past") for t in times)
-        subject = first_person or bool(lex.asset.search(s))
-        if precise:
-            return verb or (done and subject)
-        # No usable date ("2号收割机的割台链条断了，已经报修"): something visibly happened to a
-        # named thing or to us; it happened around the message time.
-        return verb and done and subject
-
-    @staticmethod
-    def _states_attribute(s: str, lex: Lexicon) -> bool:
-        """The first clause names an attribute and its value ("X的Y是Z") and nothing happens in it."""
-        first = re.split(r"[，,；;]", s, maxsplit=1)[0]
-        slot = lex.slot(first, "fact")
-        return bool(slot and slot.structural and slot.attribute and slot.value) and not lex.event_verb.search(first) \
-            and not _DEMONSTRATIVE.match(first) and not lex.opinion.search(first)
-
-    @staticmethod
-    def _is_fact(s: str, lex: Lexicon, first_person: bool) -> bool:
-        if lex.opinion.search(s):
-            return False
-        if first_person:
-            return bool(lex.fact_predicate.search(s) or lex.slot(s, "fact"))
-        # About a named thing, not us ("1号收割机的型号是S780"): only a recognised structure
-        # counts, free text about third parties is too often chatter.
-        slot = lex.slot(s, "fact")
-        return slot is not None and slot.structural and not _DEMONSTRATIVE.match(s)
 
     # ------------------------------------------------------------------ builders
     def _task(self, s: str, lex: Lexicon, at: datetime, explicit: bool) -> Statement:

@@ -34,6 +34,16 @@ def warm_up() -> None:
     embedder.encode_one("warm-up")
     for model in getattr(embedder, "parts", (embedder,)):
         model.encode_query("warm-up")  # a query graph of its own (int8) loads its weights on first use
+    # The learned gate and judge read their own model's vectors (memory/learn/encode.py). With another
+    # live model that is a second embedder, loaded here rather than by the first write that needs it: a
+    # write that loaded it held the user's write lock for seconds (issue 39, the Redis-pause fault test).
+    from memory.learn.encode import GATE_EMBEDDER
+    from memory.learn.gate import get_gate
+    from memory.learn.judge import encoder
+
+    get_gate()
+    encoder()
+    get_embedder(GATE_EMBEDDER).encode_one("warm-up")
     get_encoding()
     ensure_jieba()
     try:

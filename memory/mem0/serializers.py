@@ -190,13 +190,18 @@ def _dt(value) -> str | None:
     return _DT.to_representation(value) if value else None
 
 
+def client_metadata(memory: Memory) -> dict | None:
+    """The metadata a Mem0 client attached, as given: without the service's own `gate` reading (D25)."""
+    return {k: v for k, v in (memory.metadata or {}).items() if k != "gate"} or None
+
+
 def memory_data(memory: Memory, *, conversation_key: str | None = None, score: float | None = None,
                 presented_as: str | None = None) -> dict:
     """One memory as Mem0 shapes it (ids as strings), plus this service's own fields."""
     agent_id, run_id = agent_and_run(conversation_key)
     data = {
         "id": str(memory.id), "memory": memory.content, "user_id": memory.user_id, "agent_id": agent_id,
-        "run_id": run_id, "app_id": None, "metadata": memory.metadata or None, "categories": [memory.kind],
+        "run_id": run_id, "app_id": None, "metadata": client_metadata(memory), "categories": [memory.kind],
         "hash": memory.content_hash, "immutable": False,
         "expiration_date": memory.valid_to.date().isoformat() if memory.valid_to else None,
         "created_at": _dt(memory.created_at), "updated_at": _dt(memory.updated_at),
@@ -219,7 +224,7 @@ def history_data(memory: Memory, versions) -> list[dict]:
         entries.append({
             "id": f"{memory.id}.{version.n}", "memory_id": str(memory.id), "user_id": memory.user_id,
             "event": event, "reason": version.reason, "old_memory": previous, "new_memory": version.content,
-            "input": [], "categories": [memory.kind], "metadata": memory.metadata or None,
+            "input": [], "categories": [memory.kind], "metadata": client_metadata(memory),
             "created_by": version.created_by, "created_at": _dt(version.created_at), "updated_at": _dt(version.created_at),
             "sources": [{"message_id": s.message_id, "conversation_id": s.conversation_id, "ref": s.external_ref}
                         for s in version.sources.all()],

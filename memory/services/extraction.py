@@ -12,6 +12,7 @@ from memory.enqueue import MESSAGES_EXTRACT, enqueue, projections_deferred
 from memory.models import Memory
 from memory.selectors.backlog import EXTRACTABLE_ROLES
 from memory.services.extraction_inputs import existing_for, recent_turns
+from memory.services.gate_vectors import GateVectors
 from memory.services.memories import MemoryInput, SourceRef, memory_invalidate, memory_restated, memory_write
 from memory.vectors import active_embedder
 
@@ -54,6 +55,9 @@ def _candidate_input(message: Message, candidate, *, entity_ids: list[int], sour
     """What memory_write gets for one extracted candidate; a task-scoped one without an end lives
     TASK_MEMORY_TTL_HOURS from its message."""
     task_scope = candidate.scope == MemoryScope.TASK
+    if candidate.gate:
+        # The gate's keep probability and model (D25): what a later review of the uncertain band reads.
+        metadata = {**metadata, "gate": candidate.gate}
     valid_to = candidate.valid_to
     if task_scope and valid_to is None:
         valid_to = message.occurred_at + timedelta(hours=settings.TASK_MEMORY_TTL_HOURS)
@@ -86,8 +90,10 @@ def message_extract(message: Message, *, reextract: bool = False, episode_vector
     if message.extracted_at and not reextract:
         return counts  # redelivered task: already done
     existing, short_to_id = batch.existing_for(message) if batch is not None else existing_for(message)
+    vectors = batch.gate_vectors if batch is not None else GateVectors()
     inp = ExtractionInput(role=message.role, content=message.content, occurred_at=message.occurred_at, existing=existing,
-                          recent=batch.recent_turns(message) if batch is not None else recent_turns(message))
+                          recent=batch.recent_turns(message) if batch is not None else recent_turns(message),
+                          vectors=vectors)
     result = batch.extract(message, inp, get_extractor()) if batch is not None else get_extractor().extract(inp)
     if result.do_not_remember:
         message_mark_do_not_remember(message_id=message.id)
@@ -108,7 +114,8 @@ def message_extract(message: Message, *, reextract: bool = False, episode_vector
             # memories all exclude them), so writing them after the batch's candidates changes nothing.
             batch.add_episode(episode)
         else:
-            outcome = memory_write(episode, vector=episode_vector)
+            outcome = memory_write(episode, vector=episode_vector if episode_vector is not None
+                                   else vectors.stored(message.content))
             counts[f"episode_{outcome.action}"] = 1
     for candidate in result.candidates:
         inp = _candidate_input(message, candidate, entity_ids=entity_ids, source=source, metadata=metadata,
@@ -116,7 +123,7 @@ def message_extract(message: Message, *, reextract: bool = False, episode_vector
         if candidate.operation == "NOOP":
             action = "restated" if memory_restated(inp) is not None else "noop"
         else:
-            outcome = memory_write(inp, vector=batch.vector_for(inp.content) if batch is not None else None)
+            outcome = memory_write(inp, vector=vectors.stored(inp.content))
             action = outcome.action
             if batch is not None:
                 batch.written(message, outcome)
@@ -131,7 +138,7 @@ def messages_extract(*, message_ids: list[int], reextract: bool = False) -> dict
     todo = [m for m in messages if m.role in EXTRACTABLE_ROLES and not m.redacted and m.content.strip()
             and (reextract or not m.extracted_at)]
     if len(todo) > 1:
-        # Several messages (a /messages/batch, a sweep, a re-extraction): one encoder call per model
+        # Several messages (a /messages/batch, a sweep, a re-extraction): two encoder calls per model
         # and bulk writes, same decisions (memory/services/extraction_batch.py).
         return _messages_extract_batch(messages, todo, reextract=reextract)
     totals: dict[str, int] = {}
@@ -150,22 +157,27 @@ def conversation_reextract(*, conversation_id: int) -> dict:
 
 def _messages_extract_batch(messages: list[Message], todo: list[Message], *, reextract: bool) -> dict:
     from memory.extraction import get_extractor
+    from memory.extraction.rules import gate_texts
     from memory.services.episodes_bulk import episodes_write
     from memory.services.extraction_batch import Batch
     from memory.subjects.judge import masked_seed
 
     extractor = get_extractor()
     batch = Batch(todo)
-    texts = [m.content for m in todo]
-    if not extractor.remote:
-        texts += batch.look_ahead(todo, extractor)
-    keys = list(dict.fromkeys(t[: settings.MAX_MEMORY_CHARS] for t in texts))
-    masked = [t for t in dict.fromkeys(batch.masked) if t not in set(keys)]
     embedder = active_embedder()
-    encoded = embedder.encode(keys + masked)
-    batch.vectors = dict(zip(keys, encoded[: len(keys)]))
+    # First the messages and the sentences the gate reads, then what the look-ahead's candidates store.
+    first = [m.content for m in todo]
+    if not extractor.remote and batch.gate_vectors.serves_gate():
+        first += [t for m in todo if m.role == "user" for t in gate_texts(m.content)]
+    keys = list(dict.fromkeys(t[: settings.MAX_MEMORY_CHARS] for t in first))
+    batch.vectors.update(zip(keys, embedder.encode(keys)))
+    texts = batch.look_ahead(todo, extractor) if not extractor.remote else []
+    later = [t for t in dict.fromkeys(t[: settings.MAX_MEMORY_CHARS] for t in texts) if t not in batch.vectors]
+    masked = [t for t in dict.fromkeys(batch.masked) if t not in batch.vectors and t not in set(later)]
+    encoded = embedder.encode(later + masked)
+    batch.vectors.update(zip(later, encoded[: len(later)]))
     if batch.masked:
-        by_text = dict(zip(keys + masked, encoded))
+        by_text = {**batch.vectors, **dict(zip(later + masked, encoded))}
         masked_seed(embedder, list(dict.fromkeys(batch.masked)), [by_text[t] for t in dict.fromkeys(batch.masked)])
     batch.with_episode = set(Memory.objects.filter(kind=MemoryKind.EPISODE, sources__message_id__in=[m.id for m in todo])
                              .exclude(status=MemoryStatus.FORGOTTEN).values_list("sources__message_id", flat=True))
@@ -180,6 +192,6 @@ def _messages_extract_batch(messages: list[Message], todo: list[Message], *, ree
             totals[key] = totals.get(key, 0) + 1
         if batch.marked:
             messages_mark_extracted(message_ids=list(batch.marked))
-    logger.info("extracted batch messages=%s encoded=%s episodes=%s outcomes=%s", len(todo), len(keys),
+    logger.info("extracted batch messages=%s encoded=%s episodes=%s outcomes=%s", len(todo), len(keys) + len(later),
                 len(batch.episodes), totals)
     return totals

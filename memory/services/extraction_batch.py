@@ -4,7 +4,8 @@ The decisions are those of extracting the messages one by one, in order: each me
 still sees what the earlier ones wrote (the extractor reads the user's memories, the write path
 dedups and supersedes against them). What changes is the cost:
 
-- one encoder call per model for the batch: the episodes' texts plus the candidates' texts. The
+- two encoder calls per model for the batch: first the episodes' texts and the sentences the gate
+  reads (memory/learn/gate.py), then the candidates' texts not among them. The
   candidates are only known once each message is extracted, so a local extractor (the rules) runs
   once ahead over the batch against the memories as they stand, to learn which texts will be
   written; a text the real pass writes that the look-ahead missed is encoded on its own, as before.
@@ -32,6 +33,7 @@ from django.conf import settings
 from conversations.models import EntityMention, Message
 from memory.selectors.backlog import EXTRACTABLE_ROLES
 from memory.services.extraction_inputs import EXISTING_SHOWN, RECENT_TURNS, existing_for, recent_turns
+from memory.services.gate_vectors import GateVectors
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +43,8 @@ class Batch:
 
     def __init__(self, messages: list[Message]):
         self.vectors: dict[str, np.ndarray] = {}
+        # The gate reads from the same vectors (memory/services/gate_vectors.py).
+        self.gate_vectors = GateVectors(self.vectors)
         self.with_episode: set[int] = set()
         self.episodes = []
         self.marked: list[int] = []
@@ -120,7 +124,8 @@ class Batch:
         texts = []
         for message in todo:
             inp = ExtractionInput(role=message.role, content=message.content, occurred_at=message.occurred_at,
-                                  existing=self.existing_for(message)[0], recent=self.recent_turns(message))
+                                  existing=self.existing_for(message)[0], recent=self.recent_turns(message),
+                                  vectors=self.gate_vectors)
             result = extractor.extract(inp)
             self._looked[message.id] = (inp, result)
             if result.do_not_remember:

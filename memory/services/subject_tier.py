@@ -3,6 +3,8 @@ standing candidate duplicates, supersedes or may conflict with. Called inside me
 transaction, with the user's write lock held."""
 from __future__ import annotations
 
+from django.conf import settings
+
 from memory.choices import SUBJECT_KINDS, MemoryScope
 from memory.models import Memory
 from memory.vectors import active_embedder
@@ -23,9 +25,37 @@ def subject_decisions(inp, similar: list[tuple], limits) -> dict[int, object]:
         return {}
     existing = [Existing(id=m.id, content=m.content, kind=m.kind, slot_key=m.slot_key, full=sim)
                 for m, sim in similar if m.kind in SUBJECT_KINDS]
-    return {e.id: d for e, d in judge(active_embedder(), limits, content=inp.content, kind=inp.kind,
-                                      slot_key=inp.slot_key, existing=existing, subject=inp.subject,
-                                      replaces_only=inp.replaces_only)}
+    decisions = {e.id: d for e, d in judge(active_embedder(), limits, content=inp.content, kind=inp.kind,
+                                           slot_key=inp.slot_key, existing=existing, subject=inp.subject,
+                                           replaces_only=inp.replaces_only)}
+    return _restatements(inp, existing, decisions)
+
+
+def _restatements(inp, existing: list, decisions: dict[int, object]) -> dict[int, object]:
+    """A second opinion on what the subject rules leave standing side by side: the learned judge
+    (memory/learn/judge.py, D25) tells a restatement in other words ("我不吃香菜" / "香菜我是一口都不碰的")
+    from a statement about another person or thing at the same cosine, which the rules cannot. Only its
+    duplicate verdict is taken (its replaces are not yet better than the rules'), never against the
+    rules' reading of another thing, attribute or value, and never on a change."""
+    from dataclasses import replace
+
+    from memory.learn.judge import judge_pairs, values_differ
+    from memory.learn.pair_features import PairInput
+
+    if inp.change or inp.replaces_only:
+        return decisions
+    open_pairs = [e for e in existing if e.id in decisions and decisions[e.id].action == "coexist"
+                  and e.kind == inp.kind and not values_differ(e.content, inp.content)]
+    if not open_pairs:
+        return decisions
+    # The judge's own guards run first (another identifier or speaker is never the same memory).
+    verdicts = judge_pairs([PairInput(e.content, inp.content, e.kind, inp.kind) for e in open_pairs])
+    for e, verdict in zip(open_pairs, verdicts):
+        same = float(verdict.proba.get("duplicate", 0.0) + verdict.proba.get("supersede", 0.0))
+        # Same subject by the model, no other value and no change announced: the same statement again.
+        if verdict.reason == "model" and same >= settings.MEMORY_RESTATEMENT_MIN:
+            decisions[e.id] = replace(decisions[e.id], action="duplicate", score=same)
+    return decisions
 
 
 def other_attribute(decision) -> bool:

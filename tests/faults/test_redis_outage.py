@@ -126,9 +126,12 @@ class Load:
         self.writes.duplicated = duplicates(org, "u1")
 
 
-def test_redis_killed_during_mixed_load_and_restarted(org, redis_server, cache_on, own_index, tally):
+def test_redis_killed_during_mixed_load_and_restarted(org, redis_server, cache_on, own_index, tally, settings):
     from memory.tasks import projections_reconcile_task
 
+    # The messages are remembered too (the gate, D25), some as preferences: the always-included
+    # preferences are not capped here, so the check is about the restart, not about the cap.
+    settings.CONTEXT_MAX_PREFERENCES = 1000
     cache_on(redis_server.url(1))
     api = make_client(org, "u1")
     conversation = create_conversation(api)

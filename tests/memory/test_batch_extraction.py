@@ -187,7 +187,7 @@ FRESH = [  # distinct subjects, no restatement: every candidate is a new memory
 
 
 
-def test_batch_embeds_its_texts_in_one_call_per_model(org, monkeypatch):
+def test_batch_embeds_its_texts_in_two_calls_per_model(org, monkeypatch):
     api = make_client(org, "enc-batch")
     conv = create_conversation(api, "enc-b")
     active_embedder().encode_one("warm")  # the live collection and lazy loads before counting
@@ -198,8 +198,12 @@ def test_batch_embeds_its_texts_in_one_call_per_model(org, monkeypatch):
     contents = set(Memory.objects.filter(user_id="enc-batch").values_list("content", flat=True))
     assert len(contents) > len(FRESH), "episodes and extracted memories were written"
     for model, model_calls in calls.items():
-        [texts] = model_calls  # one call, with every memory's content
+        # Two calls: the messages and the sentences the gate reads (D25), then the candidates' texts
+        # not among them; every memory's content is in one of them, and no text is encoded twice.
+        assert len(model_calls) == 2, model
+        texts = [t for call in model_calls for t in call]
         assert contents <= set(texts), model
+        assert len(texts) == len(set(texts)), model
 
     # The same messages one by one: a call per message and per extracted memory.
     api = make_client(org, "enc-single")

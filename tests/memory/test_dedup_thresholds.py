@@ -22,10 +22,11 @@ def write(org, content, **extra):
 
 
 def set_thresholds(settings, **values):
-    # The subject tier (memory/subjects, tested in test_subject_supersede.py) is switched off so
-    # each embedding tier is seen alone at its edge.
+    # The subject tier (memory/subjects, tested in test_subject_supersede.py) and the learned judge's
+    # restatement verdict are switched off so each embedding tier is seen alone at its edge.
     model_id = active_embedder().model_id
     settings.MEMORY_THRESHOLDS = {model_id: {"subject_same": 9.0, "subject_conflict": 9.0, **values}}
+    settings.MEMORY_RESTATEMENT_MIN = 9.0
 
 
 def test_exact_tier_ignores_case_width_space_and_final_punctuation(org):

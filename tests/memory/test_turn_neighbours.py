@@ -59,14 +59,16 @@ def test_the_turn_after_the_top_hit_gains_the_neighbour_bonus(api, settings):
     _append(api, conversation["id"], TURNS)
     question = "What did Caroline sign up for at the library?"
     settings.RECALL_SECOND_LOOK = {**SECOND_LOOK, "neighbours": 1, "neighbour_weight": 0.2}
-    on = {item["content"]: item for item in recall(api, question, k=5, explain=True)["items"]}
+    # A turn is recalled as its episode or, remembered by default (D25), as the memory it states in its
+    # own words (the episode then stands behind it): keyed by the words, without the end punctuation.
+    on = {item["content"].rstrip(".!?"): item for item in recall(api, question, k=5, explain=True)["items"]}
     settings.RECALL_SECOND_LOOK = {**SECOND_LOOK, "neighbours": 0}
-    off = {item["content"]: item for item in recall(api, question, k=5, explain=True)["items"]}
-    answer = TURNS[3]
+    off = {item["content"].rstrip(".!?"): item for item in recall(api, question, k=5, explain=True)["items"]}
+    answer = TURNS[3].rstrip(".!?")
     assert "signed up" in list(off)[0]  # the question matches the turn before the answer
     gained = on[answer]["score_parts"]["second_look"] - off[answer]["score_parts"]["second_look"]
     assert abs(gained - 0.2) < 1e-3
-    far = TURNS[0]  # two turns away from the top hit: no bonus
+    far = TURNS[0].rstrip(".!?")  # two turns away from the top hit: no bonus
     if far in on and far in off:
         assert abs(on[far]["score_parts"]["second_look"] - off[far]["score_parts"]["second_look"]) < 1e-3
 
@@ -74,8 +76,9 @@ def test_the_turn_after_the_top_hit_gains_the_neighbour_bonus(api, settings):
 def test_a_forgotten_neighbour_is_never_recalled(api, settings):
     conversation = create_conversation(api, "a")
     _append(api, conversation["id"], TURNS)
-    answer = _episode(TURNS[3])
-    response = api.post("/api/v1/forget", {"memory_ids": [answer]}, format="json")
+    # Everything the turn left (its episode and, remembered by default, the fact it states).
+    answer = list(MemorySource.objects.filter(message__content=TURNS[3]).values_list("memory_id", flat=True))
+    response = api.post("/api/v1/forget", {"memory_ids": answer}, format="json")
     assert response.status_code in (200, 201, 202), response.content
     settings.RECALL_SECOND_LOOK = {**SECOND_LOOK, "neighbours": 1, "neighbour_weight": 0.5}
     body = recall(api, "What did Caroline sign up for at the library?", k=5)

@@ -1,11 +1,24 @@
-"""The learned gate (memory/learn/gate.py, D25), read directly (it is not wired into extraction yet):
-closed classes decide first, the model keeps the statements people make about themselves, their
-organisation, people, places and things."""
+"""The learned gate (memory/learn/gate.py, D25): closed classes decide first, the model keeps the
+statements people make about themselves, their organisation, people, places and things."""
+from datetime import datetime
+
 import numpy as np
 import pytest
 
+from memory.extraction import ExtractionInput
+from memory.extraction.rules import RuleExtractor
 from memory.learn.gate import KEEP_KINDS, get_gate
 from memory.learn.signals import SIGNALS, closed_class
+
+AT = datetime.fromisoformat("2026-03-02T09:00:00+08:00")
+
+
+def candidates(text: str):
+    return RuleExtractor().extract(ExtractionInput(role="user", content=text, occurred_at=AT)).candidates
+
+
+def standing(text: str) -> list:
+    return [c for c in candidates(text) if c.kind in ("fact", "preference") and c.scope == "user" and not c.replaces_only]
 
 
 @pytest.mark.parametrize("text, closed", [
@@ -14,6 +27,7 @@ from memory.learn.signals import SIGNALS, closed_class
     ("谢谢！", "ack"),
     ("好的，收到", "ack"),
     ("Thanks!", "ack"),
+    ("ok got it", "ack"),
     ("这个别记", "do_not_remember"),
     ("Don't remember this.", "do_not_remember"),
     ("这次先发Word版", "task"),
@@ -25,7 +39,7 @@ def test_closed_classes(text, closed):
     assert closed_class(text) == closed
 
 
-# Typed by hand in issue 39: every one is a standing statement the rule extractor drops.
+# Typed by hand in issue 39: every one is a standing statement the service used to drop.
 ISSUE_STATEMENTS = [
     "我对花生过敏。", "我们团队现在用Jira管需求。", "我爸今年七十了，住在老家绵阳。", "儿子的篮球训练在周三晚上。",
     "我们店周一不营业。", "老婆不吃香菜。", "公司报销走的是钉钉审批。", "三号冷库的温度设在零下十八度。",
@@ -33,22 +47,35 @@ ISSUE_STATEMENTS = [
 ]
 
 
-def test_the_issues_statements_are_kept():
-    gate = get_gate()
-    readings = gate.read(ISSUE_STATEMENTS)
-    assert [r.keep for r in readings] == [True] * len(ISSUE_STATEMENTS)
-    assert all(r.label in KEEP_KINDS and r.p >= gate.threshold for r in readings)
+@pytest.mark.parametrize("text", ISSUE_STATEMENTS)
+def test_the_issues_statements_are_remembered(text):
+    kept = standing(text)
+    assert len(kept) == 1, candidates(text)
+    assert kept[0].gate["p"] >= get_gate().threshold
+    assert kept[0].gate["model"] == get_gate().version
 
 
-def test_questions_thanks_and_one_time_instructions_are_not_kept():
-    texts = ["你们周末营业吗？", "Can you check the weather for tomorrow?", "谢谢你，辛苦了！", "Thanks a lot!",
-             "这次报告先不用放图表。", "Just for today, skip the summary section."]
-    assert [r.keep for r in get_gate().read(texts)] == [False] * len(texts)
+@pytest.mark.parametrize("text", [
+    "你们周末营业吗？", "Can you check the weather for tomorrow?", "谢谢你，辛苦了！", "Thanks a lot!",
+    "这次报告先不用放图表。", "Just for today, skip the summary section.", "好的",
+])
+def test_questions_thanks_and_one_time_instructions_are_not_standing(text):
+    assert standing(text) == []
+
+
+def test_a_one_time_instruction_is_task_scoped():
+    [c] = candidates("这次报告先不用放图表。")
+    assert (c.kind, c.scope) == ("context", "task")
+
+
+def test_assistant_turns_never_yield_facts():
+    out = RuleExtractor().extract(ExtractionInput(role="assistant", content="您对花生过敏，我记下了。", occurred_at=AT))
+    assert [c for c in out.candidates if c.kind in KEEP_KINDS] == []
 
 
 def test_the_gate_reads_the_vectors_it_is_given():
-    # A caller may hand its own vectors: with a vector pointing nowhere the reading changes, so the
-    # model does read them (and does not encode the sentence again).
+    # The write path hands its own vectors: with a vector pointing nowhere the reading changes, so
+    # the model does read them (and does not encode the sentence again).
     gate = get_gate()
     text = "三号冷库的温度设在零下十八度。"
     [own] = gate.read([text])
