@@ -44,24 +44,28 @@ def conversation_owned(*, org: Org, user_id: str, conversation_id: int) -> Conve
     return conversation
 
 
-def readable_conversation_ids(*, org: Org, user_id: str, among: set[int]) -> set[int]:
-    """The rule of conversation_readable_q, applied in Python to two plain indexed reads: recall
-    runs this on every call, and the ORM compiling the two subqueries cost more than the reads."""
+def readable_conversation_ids(*, org: Org, user_id: str, among: set[int],
+                              owners: dict[int, str | None] | None = None) -> set[int]:
+    """Which of these conversations of the org the user may read now: the rule of
+    conversation_readable_q, applied in Python to two plain indexed reads (recall runs this on every
+    call, and the ORM compiling the two subqueries cost more than the reads). The access rows are read
+    on every call, so a grant or a revocation applies at once. Owners never change: `owners` is the
+    caller's memo of id -> owner (None: no conversation of the org), filled here with what it lacks,
+    which the caller may keep (memory/recall/snapshot.py keeps one per snapshot)."""
     if not among:
         return set()
-    return readable_among(dict(plain_rows(Conversation, ("id", "owner_user"), among, key="id", org=org.id)),
-                          user_id=user_id)
-
-
-def readable_among(owners: dict[int, str], *, user_id: str) -> set[int]:
-    """Which of these conversations (id -> owner, of one org) the user may read now: one plain read of
-    the user's access rows, so a grant or a revocation applies at once. Owners never change, so a
-    caller may keep them (memory/recall/snapshot.py)."""
-    if not owners:
+    owners = {} if owners is None else owners
+    wanted = [c for c in among if c not in owners]
+    if wanted:
+        found = dict(plain_rows(Conversation, ("id", "owner_user"), wanted, key="id", org=org.id))
+        for conversation_id in wanted:
+            owners[conversation_id] = found.get(conversation_id)
+    known = {c: owners[c] for c in among if owners[c] is not None}
+    if not known:
         return set()
-    states = dict(plain_rows(ConversationAccess, ("conversation", "state"), list(owners), key="conversation",
+    states = dict(plain_rows(ConversationAccess, ("conversation", "state"), list(known), key="conversation",
                              user_id=user_id))
-    return {conversation_id for conversation_id, owner in owners.items()
+    return {conversation_id for conversation_id, owner in known.items()
             if states.get(conversation_id) == ConversationAccess.GRANTED
             or (owner == user_id and states.get(conversation_id) != ConversationAccess.REVOKED)}
 
