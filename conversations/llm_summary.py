@@ -4,7 +4,8 @@ Used by conversations/summaries.py when `LLM_BASE_URL` is set. It runs inside a 
 its own short timeout (`SUMMARY_LLM_TIMEOUT`) and is never retried. Anything but a well-formed answer
 (timeout, transport error, non-200, an envelope without content, as common/chat_completion.py reads
 them; content that is not the JSON object the prompt asks for, an empty summary) raises
-`SummaryUnavailable`, and the caller falls back to the extractive summary. Logs carry reasons, sizes and status codes, never conversation text.
+`SummaryUnavailable`, and the caller falls back to the extractive summary. Logs carry reasons, sizes
+and status codes, never conversation text.
 """
 from __future__ import annotations
 
