@@ -179,6 +179,24 @@ def assistant_replies(*, message_ids) -> dict[int, int]:
             .values_list("id", "conversation_id", "seq")}
 
 
+def answered_turns(*, org_id: int, message_ids) -> tuple[list[tuple], dict[int, int]]:
+    """These messages of the org as (id, conversation id, seq, role) rows, and the user turn each
+    assistant message among them answers (the message right before it in its conversation), as
+    assistant id → user id. Plain reads (common/plain_reads.py): recall runs this on every call with
+    episodes among its candidates."""
+    rows = plain_rows(Message, ("id", "conversation", "seq", "role"), message_ids, key="id", org=org_id)
+    answered: dict[int, int] = {}
+    previous = {(conv, seq - 1): mid for mid, conv, seq, role in rows if role == "assistant" and seq > 1}
+    if previous:
+        by_position: dict[int, set[int]] = {}
+        for conv, seq in previous:
+            by_position.setdefault(conv, set()).add(seq)
+        for conv, seqs in by_position.items():
+            for mid, seq in plain_rows(Message, ("id", "seq"), seqs, key="seq", conversation=conv, role="user"):
+                answered[previous[(conv, seq)]] = mid
+    return rows, answered
+
+
 def conversation_count(*, org: Org) -> int:
     return Conversation.objects.filter(org=org).count()
 
