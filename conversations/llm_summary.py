@@ -2,9 +2,10 @@
 
 Used by conversations/summaries.py when `LLM_BASE_URL` is set. It runs inside a context request, so it has
 its own short timeout (`SUMMARY_LLM_TIMEOUT`) and is never retried. Anything but a well-formed answer
-(timeout, transport error, non-200, an envelope without content, content that is not the JSON object
-the prompt asks for, an empty summary) raises `SummaryUnavailable`, and the caller falls back to the
-extractive summary. Logs carry reasons, sizes and status codes, never conversation text.
+(timeout, transport error, non-200, an envelope without content, as common/chat_completion.py reads
+them; content that is not the JSON object the prompt asks for, an empty summary) raises
+`SummaryUnavailable`, and the caller falls back to the extractive summary. Logs carry reasons, sizes
+and status codes, never conversation text.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 import httpx
 from django.conf import settings
 
+from common.chat_completion import completion_content
 from conversations.tokens import count_tokens, truncate_to_tokens
 from conversations.window import WindowMessage
 
@@ -58,27 +60,18 @@ def _payload(messages: list[WindowMessage], budget_tokens: int, previous_summary
                       ensure_ascii=False)
 
 
-def _post(body: dict) -> httpx.Response:
+def _summary_text(body: dict) -> str:
     headers = {"Authorization": f"Bearer {settings.LLM_API_KEY}"} if settings.LLM_API_KEY else {}
+    content = completion_content(
+        lambda: httpx.post(f"{settings.LLM_BASE_URL.rstrip('/')}/chat/completions", json=body, headers=headers,
+                           timeout=httpx.Timeout(settings.SUMMARY_LLM_TIMEOUT)),
+        SummaryUnavailable)
     try:
-        return httpx.post(f"{settings.LLM_BASE_URL.rstrip('/')}/chat/completions", json=body, headers=headers,
-                          timeout=httpx.Timeout(settings.SUMMARY_LLM_TIMEOUT))
-    except httpx.TimeoutException as exc:
-        raise SummaryUnavailable("timeout") from exc
-    except httpx.TransportError as exc:
-        raise SummaryUnavailable("transport", error=type(exc).__name__) from exc
-
-
-def _summary_text(response: httpx.Response) -> str:
-    if response.status_code != 200:
-        raise SummaryUnavailable("http_status", status=response.status_code)
-    try:
-        content = response.json()["choices"][0]["message"]["content"]
         summary = json.loads(content)["summary"]
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
-        raise SummaryUnavailable("invalid_output", response_chars=len(response.content)) from exc
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SummaryUnavailable("invalid_output", content_chars=len(content)) from exc
     if not isinstance(summary, str) or not summary.strip():
-        raise SummaryUnavailable("empty_summary", response_chars=len(response.content))
+        raise SummaryUnavailable("empty_summary", content_chars=len(content))
     return summary.strip()
 
 
@@ -93,7 +86,7 @@ def summarize_llm(messages: list[WindowMessage], *, budget_tokens: int, previous
         "temperature": 0,
         "response_format": {"type": "json_object"},
     }
-    summary = _summary_text(_post(body))
+    summary = _summary_text(body)
     if count_tokens(summary) > budget_tokens:
         # Models overshoot length limits; the head of a chronological summary is still a summary.
         logger.info("llm summary over budget: tokens=%d budget=%d; cut", count_tokens(summary), budget_tokens)

@@ -126,8 +126,9 @@ def get_encoding(name: str | None = None) -> tiktoken.Encoding:
 
 
 def _encode(text: str) -> list[int]:
-    # disallowed_special=(): user text may contain "<|endoftext|>"; count it as plain text.
-    return get_encoding().encode(text, disallowed_special=())
+    # encode_ordinary: user text may contain "<|endoftext|>"; count it as plain text (the same tokens as
+    # encode(text, disallowed_special=()), without the scan for special tokens).
+    return get_encoding().encode_ordinary(text)
 
 
 def count_tokens(text: str) -> int:
@@ -241,7 +242,7 @@ def truncate_to_tokens(text: str, max_tokens: int) -> str:
     if max_tokens <= 0 or not text:
         return ""
     encoding = get_encoding()
-    tokens = encoding.encode(text, disallowed_special=())
+    tokens = encoding.encode_ordinary(text)
     if len(tokens) <= max_tokens:
         return text
     keep = max_tokens
@@ -249,7 +250,7 @@ def truncate_to_tokens(text: str, max_tokens: int) -> str:
         # The source is valid UTF-8, so only the tail can be incomplete: "ignore" drops it.
         prefix = encoding.decode_bytes(tokens[:keep]).decode("utf-8", errors="ignore")
         # Re-encoding a prefix can (rarely) take more tokens than the cut; shrink until it fits.
-        if len(encoding.encode(prefix, disallowed_special=())) <= max_tokens:
+        if len(encoding.encode_ordinary(prefix)) <= max_tokens:
             return prefix
         keep -= 1
     return ""

@@ -10,7 +10,7 @@ PACKAGES = ("common", "config", "tenancy", "entities", "conversations", "memory"
 
 # Low to high, as docs/architecture.md draws them; the longest matching prefix names a module's layer.
 APP_LAYERS = [
-    ("common", "config.settings"),
+    ("common", "config.settings", "config.env", "config.read_path_settings"),
     ("tenancy",),
     ("entities",),
     ("conversations",),

@@ -41,9 +41,10 @@ def assemble_context(req: ContextRequest) -> ContextResult:
     evidence = evidence_units(req.evidence, max_passage_tokens=settings.CONTEXT_EVIDENCE_MAX_TOKENS)
     clock.lap("prepare")
     view = conversation_context(conversation=req.conversation, at=req.at)  # what context needs of it
+    plan = view.window(query=req.message, tool_result_max_tokens=settings.CONTEXT_TOOL_RESULT_MAX_TOKENS)
+    clock.lap("window")
     states = view.task_states()
     clock.lap("task_state")
-    plan = view.window(query=req.message, tool_result_max_tokens=settings.CONTEXT_TOOL_RESULT_MAX_TOKENS)
     candidates = Candidates(evidence, task_lines(states), Lines(), Lines(), Lines())
     in_window = window_ids_beside_memory(candidates, shares, room, plan, recent_only=req.recent_only)
     clock.lap("window")
@@ -85,8 +86,9 @@ class _Clock:
         self.started = self.last = time.perf_counter()
 
     def lap(self, stage: str) -> None:
+        """Time since the last lap, added to `stage` (the window is read, then placed beside memory)."""
         now = time.perf_counter()
-        self.timings[stage] = (now - self.last) * 1000
+        self.timings[stage] = self.timings.get(stage, 0.0) + (now - self.last) * 1000
         self.last = now
 
     def stop(self) -> None:

@@ -23,10 +23,9 @@ def render(c: Candidates, p: Placement, fixed: Fixed) -> tuple[list[Section], li
                      # Tool results whose call is not in the window's input are never sent: dropped too.
                      dropped=sorted({m.id for m in p.summarised + window.dropped} | set(window.orphaned_ids)),
                      truncated=window.truncated_ids)
-    message = Section("message", text=fixed.message["content"], tokens=count_message_tokens(fixed.message),
+    message = Section("message", text=fixed.message["content"], tokens=fixed.message_tokens,
                       truncated=["message"] if fixed.truncated else [])
-    system = Section("system", text=fixed.system["content"] if fixed.system else "",
-                     tokens=count_message_tokens(fixed.system) if fixed.system else 0)
+    system = Section("system", text=fixed.system["content"] if fixed.system else "", tokens=fixed.system_tokens)
     out = [fixed.system] if fixed.system else []
     for section in (evidence, task, memories, episodes, summary):
         if section.text:

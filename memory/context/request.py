@@ -52,6 +52,8 @@ class Fixed:
     message: dict
     truncated: bool
     tokens: int  # both messages and the reply priming
+    system_tokens: int
+    message_tokens: int
 
 
 def fixed_cost(req: ContextRequest, budget: int) -> Fixed:
@@ -71,9 +73,13 @@ def fixed_cost(req: ContextRequest, budget: int) -> Fixed:
     if truncated:
         content = truncate_to_tokens(content, room)
     message = {"role": "user", "content": content}
-    tokens = REPLY_PRIMING_TOKENS + system_tokens + count_message_tokens(message)
+    message_tokens = count_message_tokens(message)
+    tokens = REPLY_PRIMING_TOKENS + system_tokens + message_tokens
     if tokens > budget:  # a re-tokenised cut can be a token longer: shrink until it fits
         content = truncate_to_tokens(content, room - (tokens - budget))
         message, truncated = {"role": "user", "content": content}, True
-        tokens = REPLY_PRIMING_TOKENS + system_tokens + count_message_tokens(message)
-    return Fixed(system=system, message=message, truncated=truncated, tokens=tokens)
+        message_tokens = count_message_tokens(message)
+        tokens = REPLY_PRIMING_TOKENS + system_tokens + message_tokens
+    # Rendering reports both counts per section: kept here so they are counted once.
+    return Fixed(system=system, message=message, truncated=truncated, tokens=tokens,
+                 system_tokens=system_tokens, message_tokens=message_tokens)

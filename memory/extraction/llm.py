@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_fixed
 
+from common.chat_completion import completion_content
 from common.setting import setting
 from memory.extraction.base import ExtractionInput, ExtractionResult, Extractor
 from memory.extraction.llm_output import InvalidOutput, parse_output
@@ -137,25 +138,14 @@ class LLMExtractor(Extractor):
             "temperature": 0,
             "response_format": {"type": "json_object"},
         }
-        url = f"{self.base_url}/chat/completions"
-        try:
-            for attempt in Retrying(stop=stop_after_attempt(2), retry=retry_if_exception(_retryable),
-                                    wait=wait_fixed(self.retry_wait), reraise=True):
-                with attempt:
-                    response = self._http().post(url, json=body)
-        except httpx.TimeoutException as exc:
-            raise _Fallback("timeout") from exc
-        except httpx.TransportError as exc:
-            raise _Fallback("transport", error=type(exc).__name__) from exc
-        if response.status_code != 200:
-            raise _Fallback("http_status", status=response.status_code)
-        try:
-            content = response.json()["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise _Fallback("bad_envelope", response_chars=len(response.content)) from exc
-        if not isinstance(content, str):
-            raise _Fallback("bad_envelope", response_chars=len(response.content))
-        return content
+        return completion_content(lambda: self._post(f"{self.base_url}/chat/completions", body), _Fallback)
+
+    def _post(self, url: str, body: dict) -> httpx.Response:
+        for attempt in Retrying(stop=stop_after_attempt(2), retry=retry_if_exception(_retryable),
+                                wait=wait_fixed(self.retry_wait), reraise=True):
+            with attempt:
+                response = self._http().post(url, json=body)
+        return response
 
     # ------------------------------------------------------------------ fallback
     def _fall_back(self, inp: ExtractionInput, reason: str, **details: Any) -> ExtractionResult:

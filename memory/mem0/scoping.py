@@ -14,10 +14,10 @@ from datetime import datetime, time
 from datetime import timezone as dt_timezone
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
-from django.db.models.functions import Left, Right
 from django.utils.dateparse import parse_date, parse_datetime
 
 from conversations.models import Conversation
+from conversations.selectors import conversations_keyed
 from conversations.services import conversation_create
 from memory.mem0.identity import Mem0BadRequest
 from memory.models import Memory, MemorySource
@@ -133,24 +133,15 @@ def agent_and_run(external_id: str | None) -> tuple[str | None, str | None]:
     return parts[2] or None, parts[3] or None
 
 
-def _external_id_starts(qs: QuerySet[Conversation], head: str) -> QuerySet[Conversation]:
-    """`startswith` is a LIKE, which SQLite answers ignoring ASCII case (agent `Bot` would match `bot`):
-    the LIKE narrows by index, the exact head decides (identifiers compare exactly, docs/security.md)."""
-    return qs.filter(external_id__startswith=head).alias(**{f"head_{len(head)}": Left("external_id", len(head))}) \
-        .filter(**{f"head_{len(head)}": head})
-
-
 def conversations_matching(*, org: Org, user_id: str, filters: Filters) -> QuerySet[Conversation]:
-    qs = _external_id_starts(Conversation.objects.filter(org=org, owner_user=user_id), _prefix(user_id))
+    head = _prefix(user_id)
     if filters.agent_id is not None and filters.run_id is not None:
-        return qs.filter(external_id=f"{_prefix(user_id)}{filters.agent_id}|{filters.run_id}")
+        return conversations_keyed(org=org, owner_user=user_id, heads=[head], exact=f"{head}{filters.agent_id}|{filters.run_id}")
     if filters.agent_id is not None:
-        return _external_id_starts(qs, f"{_prefix(user_id)}{filters.agent_id}|")
+        return conversations_keyed(org=org, owner_user=user_id, heads=[head, f"{head}{filters.agent_id}|"])
     if filters.run_id is not None:
-        tail = f"|{filters.run_id}"
-        return qs.filter(external_id__endswith=tail).alias(tail_part=Right("external_id", len(tail))) \
-            .filter(tail_part=tail)
-    return qs
+        return conversations_keyed(org=org, owner_user=user_id, heads=[head], tail=f"|{filters.run_id}")
+    return conversations_keyed(org=org, owner_user=user_id, heads=[head])
 
 
 def apply_filters(qs: QuerySet[Memory], *, org: Org, user_id: str, filters: Filters) -> QuerySet[Memory]:

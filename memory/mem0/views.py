@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 
 from common.actor import request_actor
 from conversations.models import Conversation
-from conversations.selectors import messages_stored
+from conversations.selectors import conversation_external_ids, messages_stored
 from conversations.services import messages_append
 from memory import selectors, services
 from memory.choices import ForgetRequestStatus, MemoryAssertion, MemoryKind, MemoryStatus
@@ -81,7 +81,7 @@ def _end_of(day) -> datetime | None:
 
 def _conversation_keys(memories) -> dict[int, str]:
     ids = {m.conversation_id for m in memories if m.conversation_id}
-    return dict(Conversation.objects.filter(id__in=ids).values_list("id", "external_id")) if ids else {}
+    return conversation_external_ids(conversation_ids=ids) if ids else {}
 
 
 def _results(memories, scores: dict[int, float] | None = None, presented: dict[int, str] | None = None) -> list[dict]:

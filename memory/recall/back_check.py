@@ -5,7 +5,7 @@ served are read once more by key and must still be active (`memories_of`)."""
 from django.utils import timezone
 
 from common.plain_reads import plain_instances
-from conversations.selectors import readable_among
+from conversations.selectors import readable_conversation_ids
 from entities.policy import allowed_entity_ids
 from memory.choices import MemoryStatus
 from memory.models import Memory
@@ -27,7 +27,7 @@ def back_check(q: RecallQuery, ids: set[int], result: RecallResult,
     kinds = requested_kinds(q)
     sources, links = snapshot.sources_links(list(rows))
     conversation_ids = {s["conversation_id"] for srcs in sources.values() for s in srcs if s["conversation_id"]}
-    readable = readable_among(snapshot.owners(q.org.id, conversation_ids), user_id=q.user_id)
+    readable = readable_conversation_ids(org=q.org, user_id=q.user_id, among=conversation_ids, owners=snapshot.owners)
     entity_ids = {e for ents in links.values() for e in ents}
     allowed = allowed_entity_ids(org_id=q.org.id, user_id=q.user_id, entity_ids=entity_ids) if entity_ids else set()
     at = q.at

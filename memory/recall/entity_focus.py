@@ -40,14 +40,14 @@ def entity_focus(*, org, user_id: str, query: str, conversation_id: int | None) 
     if not settings.RECALL_ENTITY_FOCUS:
         return None
     from conversations.entity_resolution import entity_resolve
-    from conversations.models import Conversation
+    from conversations.selectors import conversation_in_org
     from entities.policy import allowed_entity_ids
     from entities.selectors import entity_matcher_for_org
 
     matcher = entity_matcher_for_org(org_id=org.id)
     if matcher is None:
         return None
-    conversation = Conversation.objects.filter(id=conversation_id, org=org).first() if conversation_id else None
+    conversation = conversation_in_org(org=org, conversation_id=conversation_id) if conversation_id else None
     resolution, _refs = entity_resolve(org=org, user_id=user_id, text=query, conversation=conversation)
     if resolution.status == "resolved":
         anchors = [resolution.entity_id]

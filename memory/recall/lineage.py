@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from django.db import connection
 
 from common.plain_reads import plain_rows
-from conversations.models import Message
+from conversations.selectors import answered_turns
 from memory.choices import MemoryKind, MemoryScope, MemoryStatus
 from memory.models import Memory, MemorySource
 
@@ -108,18 +108,8 @@ def message_lineage(org_id: int, message_ids: set[int]) -> dict[int, Lineage]:
     """The lineage of each message (assistant acknowledgements inheriting their user turn's)."""
     if not message_ids:
         return {}
-    # Plain reads (common/plain_reads.py): recall runs these on every call with episodes among its candidates.
-    rows = plain_rows(Message, ("id", "conversation", "seq", "role"), message_ids, key="id", org=org_id)
-    # The user turn each assistant turn answers: the message right before it in its conversation.
-    answered: dict[int, int] = {}
-    previous = {(conv, seq - 1): mid for mid, conv, seq, role in rows if role == "assistant" and seq > 1}
-    if previous:
-        by_position: dict[int, set[int]] = defaultdict(set)
-        for conv, seq in previous:
-            by_position[conv].add(seq)
-        for conv, seqs in by_position.items():
-            for mid, seq in plain_rows(Message, ("id", "seq"), seqs, key="seq", conversation=conv, role="user"):
-                answered[previous[(conv, seq)]] = mid
+    # An assistant acknowledgement inherits the lineage of the user turn it answers.
+    rows, answered = answered_turns(org_id=org_id, message_ids=message_ids)
     derived: dict[int, list[tuple]] = defaultdict(list)
     wanted = set(message_ids) | set(answered.values())
     for message_id, *memory in _derived_rows(wanted):

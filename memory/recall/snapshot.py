@@ -31,7 +31,6 @@ from django.conf import settings
 from django.db import connection
 
 from common.plain_reads import plain_rows
-from conversations.models import Conversation
 from memory.choices import MemoryStatus
 from memory.models import EntityLink, Memory, MemorySource
 from memory.recall.keyword import TermIndex, term_hashes, terms
@@ -95,7 +94,9 @@ class UserSnapshot:
     _rows: dict[int, tuple] = field(default_factory=dict)  # converted rows, made on first use
     _sources: dict[int, list[dict]] = field(default_factory=dict)
     _links: dict[int, list[int]] = field(default_factory=dict)
-    _owners: dict[int, str] = field(default_factory=dict)
+    # Each source conversation's owner, as conversations.selectors.readable_conversation_ids reads it
+    # (owners never change; None: no conversation of the org).
+    owners: dict[int, str | None] = field(default_factory=dict)
 
     def __contains__(self, memory_id: int) -> bool:
         return memory_id in self._positions()
@@ -193,12 +194,3 @@ class UserSnapshot:
         params = [org_id, user_id, MemoryStatus.ACTIVE.value]
         self._keep(self.ids.tolist(), joined(MemorySource, SOURCE_COLUMNS, where, params),
                    joined(EntityLink, LINK_COLUMNS, where, params))
-
-    def owners(self, org_id: int, conversation_ids: set[int]) -> dict[int, str]:
-        """The owner of each conversation of the org (owners never change)."""
-        wanted = [c for c in conversation_ids if c not in self._owners]
-        if wanted:
-            found = dict(plain_rows(Conversation, ("id", "owner_user"), wanted, key="id", org=org_id))
-            for conversation_id in wanted:
-                self._owners[conversation_id] = found.get(conversation_id)
-        return {c: self._owners[c] for c in conversation_ids if self._owners.get(c) is not None}

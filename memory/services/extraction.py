@@ -5,7 +5,8 @@ from datetime import timedelta
 
 from django.conf import settings
 
-from conversations.models import EntityMention, Message
+from conversations.models import Message
+from conversations.selectors import mentioned_entity_ids, message_ids_of, messages_by_id
 from conversations.services import message_mark_do_not_remember, message_mark_extracted, messages_mark_extracted
 from memory.choices import MemoryAssertion, MemoryKind, MemoryScope, MemoryStatus
 from memory.enqueue import MESSAGES_EXTRACT, enqueue, projections_deferred
@@ -104,7 +105,7 @@ def message_extract(message: Message, *, reextract: bool = False, episode_vector
         counts["do_not_remember"] = 1
         return counts
     entity_ids = (batch.entity_ids(message) if batch is not None
-                  else list(EntityMention.objects.filter(message=message).values_list("entity_id", flat=True)))
+                  else mentioned_entity_ids(message_ids=[message.id]).get(message.id, []))
     source = SourceRef(message_id=message.id, conversation_id=message.conversation_id, external_ref=message.external_ref)
     metadata = _client_metadata(message)
     if (batch.episode_missing(message) if batch is not None else _episode_exists(message) is None):
@@ -134,7 +135,7 @@ def message_extract(message: Message, *, reextract: bool = False, episode_vector
 
 
 def messages_extract(*, message_ids: list[int], reextract: bool = False) -> dict:
-    messages = list(Message.objects.filter(id__in=message_ids).select_related("org").order_by("conversation_id", "seq"))
+    messages = messages_by_id(message_ids=message_ids)
     todo = [m for m in messages if m.role in EXTRACTABLE_ROLES and not m.redacted and m.content.strip()
             and (reextract or not m.extracted_at)]
     if len(todo) > 1:
@@ -151,7 +152,7 @@ def messages_extract(*, message_ids: list[int], reextract: bool = False) -> dict
 def conversation_reextract(*, conversation_id: int) -> dict:
     """Maintenance: queue extraction again over every message (forget rules still apply; extraction
     is idempotent, so a message extracted twice leaves one set of memories)."""
-    ids = list(Message.objects.filter(conversation_id=conversation_id).order_by("seq").values_list("id", flat=True))
+    ids = message_ids_of(conversation_id=conversation_id)
     return {"conversation_id": conversation_id, "messages": len(ids), "queued": enqueue(MESSAGES_EXTRACT, ids, True)}
 
 

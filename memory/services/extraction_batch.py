@@ -30,7 +30,8 @@ from collections import defaultdict
 import numpy as np
 from django.conf import settings
 
-from conversations.models import EntityMention, Message
+from conversations.models import Message
+from conversations.selectors import mentioned_entity_ids, turns_before
 from memory.selectors.backlog import EXTRACTABLE_ROLES
 from memory.services.extraction_inputs import EXISTING_SHOWN, RECENT_TURNS, existing_for, recent_turns
 from memory.services.gate_vectors import GateVectors
@@ -53,10 +54,8 @@ class Batch:
         self._existing: dict[tuple[int, str], tuple[list, dict[int, int]]] = {}
         self._recent = _recent_by_message(messages)
         ids = [m.id for m in messages]
-        self._mentions: dict[int, list[int]] = defaultdict(list)
-        # The model's ordering, as the one-message query reads them.
-        for message_id, entity_id in EntityMention.objects.filter(message_id__in=ids).values_list("message_id", "entity_id"):
-            self._mentions[message_id].append(entity_id)
+        # In the mentions' order, as the one-message read gives them.
+        self._mentions: dict[int, list[int]] = defaultdict(list, mentioned_entity_ids(message_ids=ids))
 
     def vector_for(self, content: str) -> np.ndarray | None:
         return self.vectors.get(content[: settings.MAX_MEMORY_CHARS])
@@ -153,10 +152,8 @@ def _recent_by_message(messages: list[Message]) -> dict[int, tuple[tuple[str, st
         lo, hi = min(m.seq for m in group), max(m.seq for m in group)
         if hi - lo > 4 * len(group) + 16:
             continue
-        rows = list(Message.objects.filter(conversation_id=conversation_id, seq__lt=hi, role__in=EXTRACTABLE_ROLES,
-                                           redacted=False)
-                    .order_by("-seq").values_list("seq", "role", "content")[: RECENT_TURNS + (hi - lo)])
-        rows.reverse()  # oldest first
+        rows = turns_before(conversation_id=conversation_id, before_seq=hi, roles=EXTRACTABLE_ROLES,
+                            limit=RECENT_TURNS + (hi - lo))
         for m in group:
             before = [(role, content) for seq, role, content in rows if seq < m.seq]
             out[m.id] = tuple(before[-RECENT_TURNS:])

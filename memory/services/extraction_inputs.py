@@ -1,6 +1,7 @@
 """What an extractor is shown beside the message: the user's standing memories (with short ids, so
 an LLM can name one to update) and the conversation's last turns."""
 from conversations.models import Message
+from conversations.selectors import turns_before
 from memory.choices import MemoryKind, MemoryScope, MemoryStatus
 from memory.models import Memory
 from memory.selectors.backlog import EXTRACTABLE_ROLES
@@ -22,7 +23,5 @@ def existing_for(message: Message) -> tuple[list, dict[int, int]]:
 
 
 def recent_turns(message: Message) -> list[tuple[str, str]]:
-    rows = (Message.objects.filter(conversation_id=message.conversation_id, seq__lt=message.seq,
-                                   role__in=EXTRACTABLE_ROLES, redacted=False)
-            .order_by("-seq").values_list("role", "content")[:RECENT_TURNS])
-    return list(reversed(rows))
+    return [(role, content) for _, role, content in turns_before(
+        conversation_id=message.conversation_id, before_seq=message.seq, roles=EXTRACTABLE_ROLES, limit=RECENT_TURNS)]

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from conversations.models import Conversation, Message
+from conversations.selectors import conversation_count, message_ids_created_since, message_ids_of_owner
 from conversations.services import messages_redact, summaries_delete
 from memory.cache import memory_cache, user_generation_bump
 from memory.choices import ForgetRequestStatus, MemoryKind, MemoryStatus
@@ -182,13 +182,13 @@ def forget_request_execute(*, request_id: int) -> ForgetRequest:
         message_ids.update(sources)
     # What the user said after asking (a forgotten memory that a later message restated, merged as its
     # source) is a new act (DESIGN §9): its messages are kept and read again, which the rules now allow.
-    said_since = set(Message.objects.filter(id__in=message_ids, created_at__gte=request.created_at)
-                     .values_list("id", flat=True)) if request.target != "user" else set()
+    said_since = (message_ids_created_since(message_ids=message_ids, since=request.created_at)
+                  if request.target != "user" else set())
     message_ids -= said_since
     redacted: list[int] = []
     if request.include_messages or request.target == "user":
         if request.target == "user":
-            message_ids |= set(Message.objects.filter(org=org, conversation__owner_user=user_id).values_list("id", flat=True))
+            message_ids |= message_ids_of_owner(org=org, owner_user=user_id)
         # Whatever else was derived from those messages goes too, then the messages themselves.
         derived = set(MemorySource.objects.filter(message_id__in=message_ids).values_list("memory_id", flat=True))
         for memory_id in derived - set(ids):
@@ -232,7 +232,7 @@ def org_purge(*, org: Org, actor: str) -> dict:
         transaction.on_commit(lambda chunk=chunk: enqueue(MEMORY_POINTS_DELETE, chunk), robust=True)
     for user_id in users:
         memory_cache.drop_user(org.id, user_id)
-    counts = {"memories": len(ids), "conversations": Conversation.objects.filter(org=org).count()}
+    counts = {"memories": len(ids), "conversations": conversation_count(org=org)}
     audit_record(org=org, actor=actor, actor_kind="operator", action="org.purge", target_type="org", target_id=str(org.id),
                  detail=counts)
     org.delete()

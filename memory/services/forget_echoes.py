@@ -22,10 +22,9 @@ from datetime import datetime
 
 import numpy as np
 from django.conf import settings
-from django.db.models import Q
 
 from common.text import is_cjk
-from conversations.models import Message
+from conversations.selectors import assistant_replies
 from memory.choices import MemoryKind, MemoryStatus
 from memory.models import Memory, MemoryEmbedding, MemorySource
 from memory.vectors import active_embedder, from_bytes, similarity
@@ -95,19 +94,6 @@ def is_echo(cosine: float, fact: str, text: str) -> bool:
     return echo_score(cosine, fact, text) >= settings.FORGET_ECHO_MIN_SCORE
 
 
-def _acknowledgements(message_ids: set[int]) -> dict[int, int]:
-    """assistant message id → the user message it directly answers, for the given user messages."""
-    rows = list(Message.objects.filter(id__in=message_ids, role="user").values_list("id", "conversation_id", "seq"))
-    if not rows:
-        return {}
-    where = Q()
-    for _, conversation_id, seq in rows:
-        where |= Q(conversation_id=conversation_id, seq=seq + 1)
-    position = {(c, s + 1): m for m, c, s in rows}
-    return {mid: position[(c, s)] for mid, c, s in Message.objects.filter(where, role="assistant")
-            .values_list("id", "conversation_id", "seq")}
-
-
 def forget_echoes(*, org_id: int, user_id: str, memory_ids: list[int], said_before: datetime | None = None) -> list[Echo]:
     """Active episodes of the user that restate one of `memory_ids` (not themselves in it). `said_before`:
     the time the user asked to forget; an episode of a message stored since is a new act, not an echo
@@ -120,7 +106,7 @@ def forget_echoes(*, org_id: int, user_id: str, memory_ids: list[int], said_befo
     for memory_id, message_id in MemorySource.objects.filter(memory_id__in=targets, message_id__isnull=False) \
             .values_list("memory_id", "message_id"):
         sources.setdefault(message_id, memory_id)
-    acks = _acknowledgements(set(sources))
+    acks = assistant_replies(message_ids=set(sources))
     linked = {**{m: ("source message", t) for m, t in sources.items()},
               **{a: ("acknowledgement", sources[u]) for a, u in acks.items()}}
     episodes = Memory.objects.filter(org_id=org_id, user_id=user_id, kind=MemoryKind.EPISODE, status=MemoryStatus.ACTIVE)

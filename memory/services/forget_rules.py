@@ -47,12 +47,12 @@ def forget_rule_verdict(sources: list, matches: list[tuple]) -> tuple[bool, tupl
     of what existed when it was made: a candidate from messages stored after every matching rule is
     a new act of the user and is kept (and audited with the rule). Without a source message (an
     explicit API write) the rule still blocks: nothing shows the statement is new."""
-    from conversations.models import Message
+    from conversations.selectors import messages_created_at
 
     if not matches:
         return False, None
     message_ids = [s.message_id for s in sources if s.message_id]
-    stored = list(Message.objects.filter(id__in=message_ids).values_list("created_at", flat=True)) if message_ids else []
+    stored = messages_created_at(message_ids=message_ids) if message_ids else []
     if not stored or len(stored) < len(set(message_ids)):
         return True, None
     first = min(stored)

@@ -16,7 +16,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from common.text import content_hash
-from conversations.models import Message
+from conversations.selectors import message_external_refs
 from memory.choices import SUBJECT_KINDS, MemoryAssertion, MemoryKind, MemoryStatus
 from memory.enqueue import generation_bump_after_commit, sync_after_commit
 from memory.models import EntityLink, Memory, MemoryEmbedding, MemorySource, MemoryVersion, MemoryWriteLock
@@ -298,7 +298,7 @@ def sources_with_message_refs(sources: list[SourceRef]) -> list[SourceRef]:
     missing = {s.message_id for s in sources if s.message_id and not s.external_ref}
     if not missing:
         return sources
-    refs = dict(Message.objects.filter(id__in=missing).values_list("id", "external_ref"))
+    refs = message_external_refs(message_ids=missing)
     return [replace(s, external_ref=refs.get(s.message_id)) if s.message_id in missing else s for s in sources]
 
 

@@ -20,11 +20,12 @@ from typing import Any
 import httpx
 from django.conf import settings
 
+from common.chat_completion import completion_content
+
 __all__ = ["PROMPT_VERSION", "ReviewClient", "ReviewRejected", "ReviewUnavailable", "review_prompt"]
 
 PROMPT_VERSION = "review_v1"
 PROMPTS_DIR = Path(__file__).resolve().parent.parent.parent / "prompts"
-RETRY_LATER_STATUSES = {408, 429}
 
 
 class ReviewUnavailable(Exception):
@@ -71,21 +72,7 @@ class ReviewClient:
             "response_format": {"type": "json_object"},
         }
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        try:
-            response = httpx.post(f"{self.base_url}/chat/completions", json=body, headers=headers,
-                                  timeout=httpx.Timeout(self.timeout))
-        except httpx.TimeoutException as exc:
-            raise ReviewUnavailable("timeout") from exc
-        except httpx.TransportError as exc:
-            raise ReviewUnavailable("transport", error=type(exc).__name__) from exc
-        if response.status_code >= 500 or response.status_code in RETRY_LATER_STATUSES:
-            raise ReviewUnavailable("http_status", status=response.status_code)
-        if response.status_code != 200:
-            raise ReviewRejected("http_status", status=response.status_code)
-        try:
-            content = response.json()["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise ReviewRejected("bad_envelope", response_chars=len(response.content)) from exc
-        if not isinstance(content, str):
-            raise ReviewRejected("bad_envelope", response_chars=len(response.content))
-        return content
+        return completion_content(
+            lambda: httpx.post(f"{self.base_url}/chat/completions", json=body, headers=headers,
+                               timeout=httpx.Timeout(self.timeout)),
+            ReviewRejected, unavailable=ReviewUnavailable)
