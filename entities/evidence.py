@@ -38,10 +38,9 @@ _SEPARATORS = re.compile(r"[\s·\-_/#,，、()（）]+")
 
 
 def _jieba():
-    import jieba
+    from entities.partial import quiet_jieba
 
-    jieba.setLogLevel(60)
-    return jieba
+    return quiet_jieba()
 
 
 @lru_cache(maxsize=400_000)

@@ -24,10 +24,11 @@ def unknown_description(text: str, after: int, knows: Callable[[str], bool]) -> 
     head = text[after:after + 2]
     if not _CJK_WORD.match(head) or knows(head):
         return []  # the phrase starts with a word the registry knows (the common case) or is not Chinese: no tagging
-    import jieba
     import jieba.posseg
 
-    jieba.setLogLevel(60)
+    from entities.partial import quiet_jieba
+
+    quiet_jieba()
     unknown: list[str] = []
     for n, token in enumerate(jieba.posseg.lcut(text[after:after + 24], HMM=False)):
         word, flag = token.word, token.flag
