@@ -95,6 +95,10 @@ class EntityMatcher:
         # id, and the relations in force as adjacency (entity id → ((other id, type, direction), ...)).
         self.attributes: dict[int, dict] = {}
         self.graph: dict[int, tuple[tuple[int, str, str], ...]] = {}
+        # Ended relations between active entities ((other id, type, direction, valid_to), newest end first),
+        # and when the relations in force next change (epoch seconds; selectors.relation_graph).
+        self.history: dict[int, tuple] = {}
+        self.changes_at: float | None = None
         self._type_words: dict[str, str] | None = None
         self._kinds: dict[str, tuple[str, ...]] | None = None
         self._known: tuple[str, frozenset[str]] | None = None
@@ -198,6 +202,9 @@ class EntityMatcher:
 
     def neighbours(self, entity_id: int) -> tuple[tuple[int, str, str], ...]:
         return self.graph.get(entity_id, ())
+
+    def past_neighbours(self, entity_id: int) -> tuple[tuple[int, str, str, object], ...]:
+        return self.history.get(entity_id, ())
 
     def _part_index(self):
         if self._parts is None:
