@@ -66,6 +66,8 @@ RECALL_STALE_EPISODE_PENALTY = env.float("RECALL_STALE_EPISODE_PENALTY", default
 RECALL_ENTITY_FOCUS = env.bool("RECALL_ENTITY_FOCUS", default=True)
 RECALL_ENTITY_CANDIDATES = env.int("RECALL_ENTITY_CANDIDATES", default=20)
 RECALL_ENTITY_HOP_SHARE = env.float("RECALL_ENTITY_HOP_SHARE", default=0.5)
+# A neighbour reached through a relation that has ended (history, dated in `entity_path`): this share of a hop.
+RECALL_ENTITY_PAST_SHARE = env.float("RECALL_ENTITY_PAST_SHARE", default=0.5)
 # Chinese character bigrams as extra keyword terms beside jieba words (memory/recall/keyword.py).
 KEYWORD_ZH_BIGRAMS = env.bool("KEYWORD_ZH_BIGRAMS", default=False)
 RECALL_COLLAPSE_SAME_SOURCE = env.bool("RECALL_COLLAPSE_SAME_SOURCE", default=True)

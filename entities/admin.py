@@ -39,10 +39,18 @@ class EntityAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
             neighbours = [{"relation": r, "outgoing": r.from_entity_id == entity.id,
                            "other": r.to_entity if r.from_entity_id == entity.id else r.from_entity}
                           for r in sorted(relations, key=lambda r: not r.current)]
-            # Memories linked to a neighbour through a relation in force: what recall brings in one hop away.
-            current_ids = [n["other"].id for n in neighbours if n["relation"].current]
-            along = (entity.memory_links.model.objects.filter(entity_id__in=current_ids)
-                     .select_related("memory", "entity").order_by("-memory__created_at", "-memory_id")[:DETAIL_ROWS])
+            # Memories linked to a neighbour: what recall brings in one hop away, through a relation in force or,
+            # below those and dated, through one that ended (history).
+            ended_at = {}
+            for n in neighbours:
+                if n["relation"].current:
+                    ended_at[n["other"].id] = None
+                elif n["other"].id not in ended_at:
+                    ended_at[n["other"].id] = n["relation"].valid_to
+            along = list(entity.memory_links.model.objects.filter(entity_id__in=list(ended_at))
+                         .select_related("memory", "entity").order_by("-memory__created_at", "-memory_id")[:DETAIL_ROWS])
+            for link in along:
+                link.relation_ended = ended_at.get(link.entity_id)
             extra_context.update({
                 "entity": entity,
                 "neighbours": neighbours,

@@ -38,10 +38,9 @@ _SEPARATORS = re.compile(r"[\s·\-_/#,，、()（）]+")
 
 
 def _jieba():
-    import jieba
+    from entities.partial import quiet_jieba
 
-    jieba.setLogLevel(60)
-    return jieba
+    return quiet_jieba()
 
 
 @lru_cache(maxsize=400_000)
@@ -60,9 +59,12 @@ def name_parts(surface: str) -> frozenset[str]:
     merged: list[str] = []
     for word in words:
         # jieba splits "5号" into "5" / "号": a numbered qualifier is one part.
-        if word == "号" and merged and re.fullmatch(r"[0-9零〇一二三四五六七八九十百千两]+", merged[-1]):
+        after_number = merged and re.fullmatch(r"[0-9零〇一二三四五六七八九十百千两]+", merged[-1])
+        if word == "号" and after_number:
             merged[-1] += "号"
         else:
+            if word.startswith("号") and after_number:  # "3" / "号楼": the building's number is a qualifier too
+                parts.add(merged[-1] + "号")
             merged.append(word)
     words = [w for w in (_SEPARATORS.sub("", w) for w in merged) if w]
     # A one-character word is a morpheme of its neighbour, not a word of its own: "治疗台" of 治疗/台, "化学楼",
@@ -207,16 +209,24 @@ class PartIndex:
         """The entities whose parts cover the most characters of `text` (at least one part that is not a
         bare qualifier), with the parts found."""
         scores: dict[int, dict[str, int]] = {}
-        for _start, _end, part, ids in _hits(self._automaton, text):
+        spans: dict[int, list[tuple[int, int]]] = {}
+        for start, end, part, ids in _hits(self._automaton, text):
             if len(ids) > MAX_PART_ENTITIES:
                 continue  # a word shared by that many names tells none apart (type and category words do that)
             for eid in ids:
                 scores.setdefault(eid, {})[part] = len(part)
+                spans.setdefault(eid, []).append((start, end))
         scores = {eid: parts for eid, parts in scores.items() if any(not is_qualifier(p) for p in parts)}
         # "5号拖拉机" names one specific tractor: only an entity carrying that number answers, never a sibling.
-        numbers = set(_NUMBER_IN_TEXT.findall(normalize_key(text)))
+        numbered = [(m.start(), m.end(), m.group()) for m in _NUMBER_IN_TEXT.finditer(normalize(text).text)]
+        numbers = {number for _s, _e, number in numbered}
         if numbers:
             scores = {eid: parts for eid, parts in scores.items() if numbers & set(parts)}
+            # A number glued to a part the entity's name holds is that part's number: "9号楼" of the text is not the
+            # "号楼" of 3号楼1号客梯, however many other numbers ("1号") agree.
+            scores = {eid: parts for eid, parts in scores.items()
+                      if all(number in parts for ns, ne, number in numbered
+                             if any(s < ne and ns < e and (s, e) != (ns, ne) for s, e in spans[eid]))}
         if not scores:
             return [], []
         top = max(sum(p.values()) for p in scores.values())

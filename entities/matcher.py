@@ -49,7 +49,8 @@ def _key_variants(surface: str) -> set[str]:
     return {key, _OPTIONAL_SPACE.sub("", key)}
 
 
-_HOW_RANK = {"id": 0, "name": 1, "alias": 2}
+# "form": a person's generated forms (王工, 老李), weaker than any registered surface.
+_HOW_RANK = {"id": 0, "name": 1, "alias": 2, "form": 3}
 
 
 class EntityMatcher:
@@ -74,10 +75,9 @@ class EntityMatcher:
                 "\x1f".join((str(eid), ref.type, ref.external_id, ref.name, *ref.aliases)).encode()
                 + b"\x1e"
             )
-            aliases = ref.aliases
-            if "person" in kinds_of_type(ref.type):  # "王工", "老李", "王晓": how a person is said (evidence.py)
-                aliases = (*aliases, *sorted(person_forms(ref.name)))
-            named = (("id", (ref.external_id,)), ("name", (ref.name,)), ("alias", aliases))
+            forms = sorted(person_forms(ref.name)) if "person" in kinds_of_type(ref.type) else ()
+            # "王工", "老李", "王晓": how a person is said (evidence.py)
+            named = (("id", (ref.external_id,)), ("name", (ref.name,)), ("alias", ref.aliases), ("form", forms))
             for how, surfaces in named:
                 for surface in surfaces:
                     for key in _key_variants(surface):
@@ -95,6 +95,10 @@ class EntityMatcher:
         # id, and the relations in force as adjacency (entity id → ((other id, type, direction), ...)).
         self.attributes: dict[int, dict] = {}
         self.graph: dict[int, tuple[tuple[int, str, str], ...]] = {}
+        # Ended relations between active entities ((other id, type, direction, valid_to), newest end first),
+        # and when the relations in force next change (epoch seconds; selectors.relation_graph).
+        self.history: dict[int, tuple] = {}
+        self.changes_at: float | None = None
         self._type_words: dict[str, str] | None = None
         self._kinds: dict[str, tuple[str, ...]] | None = None
         self._known: tuple[str, frozenset[str]] | None = None
@@ -149,7 +153,10 @@ class EntityMatcher:
         for start, end, entries in leftmost_longest(hits):
             o_start, o_end = norm.original_span(start, end)
             surface = text[o_start:o_end]
-            out.extend(Match(eid, o_start, o_end, surface, how) for eid, how in entries)
+            # "老张" registered as one person's alias names that person, not every 张 whose form it also is.
+            if any(how != "form" for _eid, how in entries):
+                entries = tuple(e for e in entries if e[1] != "form")
+            out.extend(Match(eid, o_start, o_end, surface, "alias" if how == "form" else how) for eid, how in entries)
         return out
 
     def partial(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
@@ -198,6 +205,9 @@ class EntityMatcher:
 
     def neighbours(self, entity_id: int) -> tuple[tuple[int, str, str], ...]:
         return self.graph.get(entity_id, ())
+
+    def past_neighbours(self, entity_id: int) -> tuple[tuple[int, str, str, object], ...]:
+        return self.history.get(entity_id, ())
 
     def _part_index(self):
         if self._parts is None:

@@ -139,8 +139,8 @@ def via_anchor(text: str, *, spans: Sequence[tuple[int, int]], anchors: Sequence
     skeleton_ids, _spans = matcher.partial(rest) if hasattr(matcher, "partial") else ([], [])
     if skeleton_ids:
         named.append(set(skeleton_ids))
-    for type_ in other_types:
-        named.append(set(matcher.ids_of_type(type_)))
+    for type_ in other_types:  # the neighbours of that type, not every entity of it (tens of thousands)
+        named.append({i for i in neighbours if type_of(i) == type_})
     overlaps = [s & set(neighbours) for s in named]
     overlaps = [s for s in overlaps if s]
     if not overlaps:

@@ -24,13 +24,13 @@ def unknown_description(text: str, after: int, knows: Callable[[str], bool]) -> 
     head = text[after:after + 2]
     if not _CJK_WORD.match(head) or knows(head):
         return []  # the phrase starts with a word the registry knows (the common case) or is not Chinese: no tagging
-    import jieba
     import jieba.posseg
 
-    jieba.setLogLevel(60)
+    from entities.partial import quiet_jieba
+
+    quiet_jieba()
     unknown: list[str] = []
-    for n, token in enumerate(jieba.posseg.lcut(text[after:after + 24], HMM=False)):
-        word, flag = token.word, token.flag
+    for n, (word, flag) in enumerate(_glued(jieba.posseg.lcut(text[after:after + 24], HMM=False))):
         if n >= MAX_DESCRIPTION_WORDS or not flag.startswith(_NOMINAL) or not _CJK_WORD.match(word) and len(word) > 1:
             break  # the phrase ended (a verb, a time word, punctuation) or a Latin word / code follows
         if knows(word):
@@ -38,3 +38,14 @@ def unknown_description(text: str, after: int, knows: Callable[[str], bool]) -> 
         if _CJK_WORD.match(word):
             unknown.append(word)
     return unknown
+
+
+def _glued(tokens) -> list[tuple[str, str]]:
+    """The phrase's first word with a lone character jieba's dictionary split off it ("充电|桩", "边|牧"):
+    without the HMM an unknown compound falls apart into a verb or adverb and a noun or classifier."""
+    pairs = [(t.word, t.flag) for t in tokens]
+    if len(pairs) >= 2 and len(pairs[1][0]) == 1 and pairs[1][1].startswith(("n", "q")) \
+            and pairs[0][1].startswith(("v", "d", "n", "a")) and _CJK_WORD.match(pairs[0][0] + pairs[1][0]) \
+            and len(pairs[0][0]) <= 2:
+        return [(pairs[0][0] + pairs[1][0], "n"), *pairs[2:]]
+    return pairs

@@ -49,12 +49,20 @@ def _has_cjk(text: str) -> bool:
     return any("\u3400" <= ch <= "\u9fff" for ch in text)
 
 
-def _boundaries(text: str) -> set[int]:
-    """Word boundaries of the text by jieba: a partial name must start and end on them, so the modifier
-    "冷链" is not a mention inside "冷链车的" (jieba: 冷 / 链车 / 的)."""
+@lru_cache(maxsize=1)
+def quiet_jieba():
+    """jieba, its banners silenced once: `setLogLevel` clears every logger's cache in the process (thousands
+    of loggers in the service: ~1 ms), so it must not run per call."""
     import jieba
 
     jieba.setLogLevel(60)
+    return jieba
+
+
+def _boundaries(text: str) -> set[int]:
+    """Word boundaries of the text by jieba: a partial name must start and end on them, so the modifier
+    "冷链" is not a mention inside "冷链车的" (jieba: 冷 / 链车 / 的)."""
+    jieba = quiet_jieba()
     out, at = {0}, 0
     for word in jieba.lcut(text):
         at += len(word)

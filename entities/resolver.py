@@ -116,8 +116,10 @@ def resolve(
                            type_of=lambda i: entities[i].type if i in entities else "")
                 or follow_relations(anchors, matcher=matcher, accepts=accepts_type, visible=gate.visible_list))
             if followed:
-                return _decide(followed.ids, _type_evidence(type_cues, constraint)
-                               + [{"rule": rule, **step} for step in anchor_steps] + [followed.step], max_candidates)
+                # Several neighbours of the kind asked for: "那台" is the one of them just discussed.
+                return _narrowed_decision(followed.ids, _type_evidence(type_cues, constraint)
+                                          + [{"rule": rule, **step} for step in anchor_steps] + [followed.step],
+                                          cues, windows, gate, max_candidates)
 
     # Partial names: "冷链车" for 冷链11号车 / 冷链12号车 (entities/partial.py), looked up only now that
     # no explicit surface decided. Their spans count as names: the "车" of "冷链车" is not the type
@@ -167,7 +169,8 @@ def resolve(
         if typed:
             return _narrowed_decision(typed, evidence + [narrowed.step], cues, windows, gate, max_candidates)
         followed = follow_relations(narrowed.ids, matcher=matcher, accepts=accepts_type, visible=gate.visible_list)
-        return None if followed is None else _decide(followed.ids, evidence + [narrowed.step, followed.step], max_candidates)
+        return None if followed is None else _narrowed_decision(followed.ids, evidence + [narrowed.step, followed.step],
+                                                                cues, windows, gate, max_candidates)
 
     # Attribute values (entities/narrowing.py), narrowed by name parts: "北场那台 SK-16", "the VMS-V300".
     if (resolution := narrow(require_values=True)) is not None:
@@ -215,7 +218,7 @@ def resolve(
         followed = follow_relations(gate.visible_list(named_other), matcher=matcher, accepts=accepts_type,
                                     visible=gate.visible_list)
         if followed is not None:
-            return _decide(followed.ids, evidence + [followed.step], max_candidates)
+            return _narrowed_decision(followed.ids, evidence + [followed.step], cues, windows, gate, max_candidates)
 
     # (e): type / category word standing alone. Words attached to a number or code ("3号拖拉机",
     # "工单0012") name a specific entity that is not visible: answering with another entity of

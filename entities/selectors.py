@@ -89,11 +89,11 @@ def entity_matcher_for_org(*, org_id: int):
 
     version = registry_generation(org_id)
     cached = _matchers.get(org_id)
-    if cached and cached[0] == version:
+    if cached and cached[0] == version and _in_force(cached[1]):
         return cached[1]
     with _matchers_lock:
         cached = _matchers.get(org_id)
-        if cached and cached[0] == version:
+        if cached and cached[0] == version and _in_force(cached[1]):
             return cached[1]
         refs, restricted, attributes = _entity_snapshot(org_id)
         matcher = EntityMatcher(refs.values()) if refs else None
@@ -101,7 +101,7 @@ def entity_matcher_for_org(*, org_id: int):
             matcher.refs = refs
             matcher.restricted = restricted
             matcher.attributes = attributes
-            matcher.graph = relation_graph(org_id=org_id)
+            matcher.graph, matcher.history, matcher.changes_at = relation_graph(org_id=org_id)
         _matchers[org_id] = (version, matcher)
         while len(_matchers) > MAX_MATCHERS:
             _matchers.pop(next(iter(_matchers)))
@@ -139,13 +139,39 @@ def current_q(at: datetime | None = None, prefix: str = "") -> Q:
             & (Q(**{f"{prefix}valid_to__isnull": True}) | Q(**{f"{prefix}valid_to__gt": at})))
 
 
-def relation_graph(*, org_id: int) -> dict[int, tuple[tuple[int, str, str], ...]]:
-    """The org's relations in force between active entities, as adjacency: entity id → ((other id, type,
-    "out" | "in"), ...). One query; the resolver's snapshot keeps it per registry generation."""
+def _in_force(matcher) -> bool:
+    """A snapshot's relations in force stay so until the first dated begin or end after it was built
+    (a relation upserted with a future `valid_to` ends then, with no write to move the generation)."""
+    changes_at = getattr(matcher, "changes_at", None)
+    return changes_at is None or time.time() < changes_at
+
+
+Adjacency = dict[int, tuple[tuple[int, str, str], ...]]
+History = dict[int, tuple[tuple[int, str, str, datetime], ...]]
+
+
+def relation_graph(*, org_id: int, at: datetime | None = None) -> tuple[Adjacency, History, float | None]:
+    """The org's relations between active entities, as adjacency: entity id → ((other id, type, "out" |
+    "in"), ...) for those in force at `at` (now), and the ended ones apart with their end, newest end
+    first ((other id, type, direction, valid_to), ...): history, which recall dates. Also the first
+    begin or end after `at` (epoch seconds, None when no relation has one), when the snapshot expires.
+    One query; the resolver's snapshot keeps it per registry generation."""
+    at = at or timezone.now()
     rows = (EntityRelation.objects.filter(org_id=org_id, from_entity__active=True, to_entity__active=True)
-            .filter(current_q()).values_list("from_entity_id", "to_entity_id", "type"))
+            .values_list("from_entity_id", "to_entity_id", "type", "valid_from", "valid_to"))
     graph: dict[int, list[tuple[int, str, str]]] = {}
-    for source_id, target_id, type_ in rows:
-        graph.setdefault(source_id, []).append((target_id, type_, "out"))
-        graph.setdefault(target_id, []).append((source_id, type_, "in"))
-    return {k: tuple(v) for k, v in graph.items()}
+    history: dict[int, list[tuple[int, str, str, datetime]]] = {}
+    changes_at = None
+    for source_id, target_id, type_, valid_from, valid_to in rows:
+        for boundary in (valid_from, valid_to):
+            if boundary is not None and boundary > at and (changes_at is None or boundary < changes_at):
+                changes_at = boundary
+        if valid_to is not None and valid_to <= at:
+            history.setdefault(source_id, []).append((target_id, type_, "out", valid_to))
+            history.setdefault(target_id, []).append((source_id, type_, "in", valid_to))
+        elif valid_from is None or valid_from <= at:
+            graph.setdefault(source_id, []).append((target_id, type_, "out"))
+            graph.setdefault(target_id, []).append((source_id, type_, "in"))
+    return ({k: tuple(v) for k, v in graph.items()},
+            {k: tuple(sorted(v, key=lambda r: r[3], reverse=True)) for k, v in history.items()},
+            changes_at.timestamp() if changes_at is not None else None)

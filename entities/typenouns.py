@@ -37,7 +37,7 @@ KINDS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                  ("supplier", "vendor")),
     "order": (("单子", "单据", "订单", "工单", "order", "orders", "ticket", "tickets"),
               ("order", "ticket", "po", "workorder", "repair", "maintenance", "service", "booking", "reservation",
-               "incident", "request")),
+               "incident", "request", "visit", "appointment", "claim", "job", "task", "invoice", "inspection")),
     "person": (("会员", "客户", "顾客", "员工", "人员", "member", "members", "customer", "customers", "person", "people",
                 "staff", "employee", "employees"),
                ("member", "customer", "client", "person", "people", "staff", "employee", "patient", "user", "contact",
@@ -46,6 +46,9 @@ KINDS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "room": (("房间", "屋子", "room", "rooms"), ("room",)),
     "ship": (("船", "船舶", "货轮", "ship", "ships", "vessel", "vessels", "boat", "boats"), ("vessel", "ship", "boat")),
     "container": (("集装箱", "货柜", "container", "containers"), ("container",)),
+    "animal": (("宠物", "动物", "狗", "狗狗", "猫", "猫咪", "犬", "pet", "pets", "animal", "animals", "dog", "dogs", "cat",
+                "cats"),
+               ("pet", "animal", "dog", "cat", "horse", "cattle", "livestock")),
     "site": (("场站", "站点", "厂区", "site", "sites", "depot", "depots", "location", "locations"),
              ("depot", "site", "station", "location", "yard", "warehouse", "plant")),
 }

@@ -79,7 +79,8 @@ class Gate:
 # about the thing, the place it stands in.
 _CLASSIFIER_KINDS = {"单": {"order"}, "张": {"order"}, "份": {"order"}, "辆": {"vehicle"}, "台": {"device", "vehicle"},
                      "部": {"device", "vehicle"}, "家": {"store", "supplier"}, "位": {"person"}, "间": {"room", "store"},
-                     "艘": {"ship"}, "她": {"person", "ship"}, "他": {"person"}, "she": {"ship", "person"},
+                     "艘": {"ship"}, "只": {"animal"}, "头": {"animal"}, "她": {"person", "ship", "animal"},
+                     "他": {"person"}, "she": {"ship", "person"},
                      "her": {"ship", "person"}}
 _CONTEXT_KINDS = frozenset({"order", "store", "room", "site", "supplier"})
 

@@ -23,7 +23,10 @@ def recall_item_data(item, labels: dict[int, str], explain: bool) -> dict:
         if "entity_path" in item.parts:  # recalled through a relation: which one
             path = item.parts["entity_path"]
             data["entity_path"] = {"from": labels.get(path["from"], str(path["from"])), "relation": path["relation"],
-                                   "direction": path["direction"], "to": labels.get(path["to"], str(path["to"]))}
+                                   "direction": path["direction"], "to": labels.get(path["to"], str(path["to"])),
+                                   "current": "valid_to" not in path}
+            if "valid_to" in path:  # an ended relation: history, dated
+                data["entity_path"]["valid_to"] = path["valid_to"]
     return data
 
 

@@ -141,6 +141,8 @@ class EntityPathOutputSerializer(serializers.Serializer):
     relation = serializers.CharField()
     direction = serializers.ChoiceField(choices=["out", "in"])
     to = serializers.CharField()
+    current = serializers.BooleanField(help_text="False: the relation has ended (history); `valid_to` dates it.")
+    valid_to = serializers.DateTimeField(required=False, help_text="When an ended relation ended.")
 
     def get_fields(self):
         fields = super().get_fields()
@@ -161,7 +163,7 @@ class RecallItemOutputSerializer(MemoryItemOutputSerializer):
     score_parts = serializers.DictField(child=serializers.FloatField(), required=False)
     entity_path = EntityPathOutputSerializer(required=False, help_text=(
         "With explain, for an item recalled through a relation: the entity the query named, the relation, "
-        "and the neighbour the item is linked to."))
+        "the neighbour the item is linked to, and whether the relation is current (an ended one is dated)."))
     history = serializers.DictField(required=False, help_text=(
         "With explain, on a history item: `current` (the id of the newer item that made it history), "
         "`reason`, `subject_score`, `cosine`, `cue`, `old_named`, `head`."))

@@ -2,6 +2,8 @@
 `POST /entities/resolve` would (the conversation's window included), and their neighbours one hop away
 along relations in force. Memories linked to the named entities rank higher; memories linked to a
 neighbour (an asset's work orders, a work order's asset) are candidates too, ranked below direct links.
+A relation that has ended (the work order closed, the asset moved) is history: its neighbours are
+followed too, below the current ones, and the path carries the relation's end so recall dates it.
 
 Every entity here passed the access policy now, and recall's back-check checks every linked entity of a
 candidate again, so a relation never brings in what the user may not read.
@@ -12,8 +14,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from memory.choices import MemoryStatus
-from memory.models import EntityLink
+from memory.recall.snapshot_sql import linked_memories
 
 MAX_ANCHORS = 5  # an ambiguous mention names a few entities; a category word alone names too many to help
 
@@ -23,15 +24,19 @@ class EntityFocus:
     direct: set[int] = field(default_factory=set)
     # neighbour entity id → how it was reached: {"from": anchor id, "relation": type, "direction": "out" | "in"}
     hops: dict[int, dict] = field(default_factory=dict)
+    # reached only through a relation that has ended: the same path plus "valid_to"
+    past: dict[int, dict] = field(default_factory=dict)
     memory_ids: list[int] = field(default_factory=list)  # linked to a direct or hop entity, newest first
 
     def part(self, links) -> tuple[str | None, dict | None]:
-        """Which kind of link a candidate with these linked entities has: "direct", "hop" (with its path) or None."""
+        """Which kind of link a candidate with these linked entities has: "direct", "hop" or "past" (with
+        its path), or None; the strongest when it has several."""
         if self.direct & set(links):
             return "direct", None
-        for entity_id in links:
-            if entity_id in self.hops:
-                return "hop", self.hops[entity_id]
+        for kind, reached in (("hop", self.hops), ("past", self.past)):
+            for entity_id in links:
+                if entity_id in reached:
+                    return kind, reached[entity_id]
         return None, None
 
 
@@ -57,16 +62,22 @@ def entity_focus(*, org, user_id: str, query: str, conversation_id: int | None) 
         return None
     focus = EntityFocus(direct=set(anchors))
     reached: dict[int, dict] = {}
+    ended: dict[int, dict] = {}
     for anchor in anchors:
         for other, type_, direction in matcher.neighbours(anchor):
             if other not in focus.direct:
                 reached.setdefault(other, {"from": anchor, "relation": type_, "direction": direction, "to": other})
-    if reached:
-        allowed = allowed_entity_ids(org_id=org.id, user_id=user_id, entity_ids=set(reached), registry=matcher,
-                                     org_slug=org.slug)
+        for other, type_, direction, valid_to in matcher.past_neighbours(anchor):
+            if other not in focus.direct and other not in reached:
+                ended.setdefault(other, {"from": anchor, "relation": type_, "direction": direction, "to": other,
+                                         "valid_to": valid_to})
+    for other in reached:  # related now and before: the current relation is the one presented
+        ended.pop(other, None)
+    if reached or ended:
+        allowed = allowed_entity_ids(org_id=org.id, user_id=user_id, entity_ids=set(reached) | set(ended),
+                                     registry=matcher, org_slug=org.slug)
         focus.hops = {e: path for e, path in reached.items() if e in allowed}
-    rows = (EntityLink.objects.filter(entity_id__in=focus.direct | set(focus.hops), memory__org=org, memory__user_id=user_id,
-                                      memory__status=MemoryStatus.ACTIVE)
-            .order_by("-memory__created_at", "-memory_id").values_list("memory_id", flat=True)[:settings.RECALL_ENTITY_CANDIDATES])
-    focus.memory_ids = list(dict.fromkeys(rows))
+        focus.past = {e: path for e, path in ended.items() if e in allowed}
+    focus.memory_ids = linked_memories(focus.direct | set(focus.hops) | set(focus.past), org.id, user_id,
+                                       settings.RECALL_ENTITY_CANDIDATES)
     return focus

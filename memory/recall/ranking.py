@@ -71,7 +71,9 @@ def static_parts(q: RecallQuery, memory: Candidate, links: list[int], state: str
     if link is not None and not (boost and set(boost) & set(links)):
         # Linked to what the query names, or one relation away from it (below a direct link).
         parts = static_parts(q, memory, links, state)
-        parts["entity"] = w["entity"] * (1.0 if link == "direct" else settings.RECALL_ENTITY_HOP_SHARE)
+        share = {"direct": 1.0, "hop": settings.RECALL_ENTITY_HOP_SHARE,
+                 "past": settings.RECALL_ENTITY_HOP_SHARE * settings.RECALL_ENTITY_PAST_SHARE}[link]
+        parts["entity"] = w["entity"] * share
         if path is not None:
             parts["entity_path"] = path
         return parts

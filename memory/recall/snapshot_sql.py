@@ -1,10 +1,12 @@
 """The statements of a user's recall snapshot (memory/recall/snapshot.py): the user's active memories
 as one range of memory_recall_snapshot_idx, their stored terms as one range of the owner index, and
 candidate rows by key. SQLite's driver converts datetimes and booleans by a Python call per value, so
-there those columns are read as text and integers (`candidate_columns`, `terms_statement`)."""
+there those columns are read as text and integers (`candidate_columns`, `terms_statement`). Also the
+memories linked to a query's entities (`linked_memories`, memory/recall/entity_focus.py)."""
 from django.db import connection
 
-from memory.models import Memory, MemoryTerms
+from memory.choices import MemoryStatus
+from memory.models import EntityLink, Memory, MemoryTerms
 
 # What the back-check, the ranking and the rerank read of a candidate.
 CANDIDATE_COLUMNS = ("id", "kind", "scope", "conversation_id", "created_at", "valid_from", "valid_to", "occurred_at",
@@ -15,12 +17,14 @@ LINK_COLUMNS = ("memory", "entity")
 DATETIME_AT = tuple(COLUMN_INDEX[name] for name in ("created_at", "valid_from", "valid_to", "occurred_at"))
 
 
-def joined(model, columns: tuple[str, ...], where: str, params: list) -> list[tuple]:
-    """`model`'s columns for the rows whose `memory` is one of the memories `where` selects."""
+def joined(model, columns: tuple[str, ...], where: str, params: list, tail: str = "") -> list[tuple]:
+    """`model`'s columns for the rows whose `memory` is one of the memories `where` selects (`tail`: an
+    ORDER BY / LIMIT after it)."""
     qn, opts, m = connection.ops.quote_name, model._meta, Memory._meta
     cols = ", ".join(f"{qn(opts.db_table)}.{qn(opts.get_field(c).column)}" for c in columns)
     sql = (f"SELECT {cols} FROM {qn(opts.db_table)} INNER JOIN {qn(m.db_table)} ON "
-           f"{qn(m.db_table)}.{qn(m.pk.column)} = {qn(opts.db_table)}.{qn(opts.get_field('memory').column)} WHERE {where}")
+           f"{qn(m.db_table)}.{qn(m.pk.column)} = {qn(opts.db_table)}.{qn(opts.get_field('memory').column)} WHERE {where}"
+           + (f" {tail}" if tail else ""))
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
@@ -98,3 +102,17 @@ def concatenated_statements() -> tuple[str, str]:
              f"group_concat(coalesce(CAST({col('small_talk')} AS INTEGER), 0)), group_concat(hex({col('speaker')})) "
              f"FROM {qn(t.db_table)} WHERE {col('org')} = %s AND {qn('user_id')} = %s AND {col('tokenizer')} = %s")
     return ids, terms
+
+
+def linked_memories(entity_ids, org_id: int, user_id: str, limit: int) -> list[int]:
+    """The user's active memories linked to any of these entities, newest first (the ORM's query of the
+    same took ~0.6 ms to build, three times its run, on every recall that names an entity)."""
+    qn = connection.ops.quote_name
+    link = f"{qn(EntityLink._meta.db_table)}.{qn(EntityLink._meta.get_field('entity').column)}"
+    memory_id = f"{qn(EntityLink._meta.db_table)}.{qn(EntityLink._meta.get_field('memory').column)}"
+    ids = [int(e) for e in entity_ids]
+    where = (f"{link} IN ({', '.join(['%s'] * len(ids))}) AND {column('org')} = %s AND {column('user_id')} = %s "
+             f"AND {column('status')} = %s")
+    rows = joined(EntityLink, ("memory",), where, [*ids, org_id, user_id, MemoryStatus.ACTIVE.value, int(limit)],
+                  tail=f"ORDER BY {column('created_at')} DESC, {memory_id} DESC LIMIT %s")
+    return list(dict.fromkeys(row[0] for row in rows))

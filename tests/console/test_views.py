@@ -538,4 +538,8 @@ def test_entity_page_shows_relations_with_validity_and_the_memories_linked_along
     assert "WO-7" in section and "WO-3" in section and "erp-sync" in section
     assert section.index("WO-7") < section.index("WO-3") and "history" in section[section.index("WO-3"):]
     along_part = section[section.index("Memories linked along"):]
-    assert f"memory {along.id}</a>" in along_part and f"memory {old.id}</a>" not in along_part
+    # Recall follows both; the one along the ended relation is dated.
+    assert f"memory {along.id}</a>" in along_part and f"memory {old.id}</a>" in along_part
+    old_row = along_part[along_part.index(f"memory {old.id}</a>"):].split("</div>")[0]
+    current_row = along_part[along_part.index(f"memory {along.id}</a>"):].split("</div>")[0]
+    assert "history, ended" in old_row and "history" not in current_row

@@ -74,3 +74,29 @@ def test_restricting_an_entity_applies_to_the_cached_registry(org, fleet, django
         entity_upsert(org=org, type="asset", external_id="A-2001", name="3号拖拉机", aliases=["大拖"], grants=["u2"])
     assert entity_resolve(org=org, user_id="u1", text="大拖怎么样")[0].status == "none"
     assert entity_resolve(org=org, user_id="u2", text="大拖怎么样")[0].entity_id == tractor.id
+
+
+def test_past_mentions_come_from_the_conversations_the_user_may_read_now(org, fleet, django_assert_num_queries):
+    """"上次那台" reads the newest mention in a conversation the user owns and was not revoked from, or was
+    granted: one plain statement, the same rule as conversation_readable_q."""
+    from conversations.services import conversation_access_set
+
+    harvesters, _ = fleet
+    own, _ = conversation_create(org=org, owner_user="u1", external_id="own")
+    shared, _ = conversation_create(org=org, owner_user="u2", external_id="shared")
+    other, _ = conversation_create(org=org, owner_user="u2", external_id="other")
+    messages_append(conversation=own, user_id="u1", messages=[{"role": "user", "content": "1号收割机漏油了"}])
+    messages_append(conversation=shared, user_id="u2", messages=[{"role": "user", "content": "2号收割机漏油了"}])
+    messages_append(conversation=other, user_id="u2", messages=[{"role": "user", "content": "3号收割机漏油了"}])
+
+    def latest():
+        res, _ = entity_resolve(org=org, user_id="u1", text="上次那台收割机修好了吗")
+        return res.entity_id
+
+    with django_assert_num_queries(2):  # the past mentions, the access check of the latest
+        assert latest() == harvesters[0].id  # u2's conversations are not u1's to read
+    conversation_access_set(conversation=shared, user_id="u1", granted=True, actor="test")
+    assert latest() == harvesters[1].id  # granted: its newer mention counts
+    conversation_access_set(conversation=shared, user_id="u1", granted=False, actor="test")
+    conversation_access_set(conversation=own, user_id="u1", granted=False, actor="test")
+    assert latest() is None  # revoked from both: nothing of theirs is read

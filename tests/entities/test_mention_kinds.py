@@ -113,3 +113,59 @@ def test_a_hidden_entity_bridges_nothing():
     # Visible, it bridges (the rack of the R750 in Hall 2): the hidden case differs only by the access check.
     assert RACK_C.id in {*run("the R750 in Hall 2 keeps rebooting").candidates,
                          run("the R750 in Hall 2 keeps rebooting").entity_id}
+
+
+# ------------------------------------------------------------------ mechanisms found on a second tuning set
+def _registry(*refs):
+    return {r.id: r for r in refs}
+
+
+def _resolve(text, registry, relations=(), **kwargs):
+    m = EntityMatcher(registry.values())
+    graph = {}
+    for a, type_, b in relations:
+        graph.setdefault(a.id, []).append((b.id, type_, "out"))
+        graph.setdefault(b.id, []).append((a.id, type_, "in"))
+    m.graph = {k: tuple(v) for k, v in graph.items()}
+    return got(resolve(text, matcher=m, entities=registry, **kwargs))
+
+
+def test_a_registered_alias_outranks_another_persons_surname_form():
+    dad, daughter = EntityRef(1, "member", "F-1", "张伟", ("老张",)), EntityRef(2, "member", "F-3", "张小雨")
+    assert _resolve("老张的体检报告出来了吗", _registry(dad, daughter)) == ("resolved", 1)
+    assert _resolve("小张今天来吗", _registry(dad, daughter)) == ("ambiguous", [1, 2])  # a form of both
+
+
+def test_an_unknown_compound_the_segmenter_splits_is_still_an_unknown_description():
+    pet = EntityRef(1, "pet", "PT-1", "豆包（柯基）", ("豆包",))
+    recent = [MentionEvidence(1, T0, 1)]
+    assert _resolve("那只边牧的髋关节片子拍了吗？", _registry(pet), recent=recent) == ("none", [])
+    lift = EntityRef(2, "lift", "L-1", "5号楼消防梯")
+    assert _resolve("那台充电桩又坏了", _registry(lift), recent=[MentionEvidence(2, T0, 1)]) == ("none", [])
+
+
+def test_a_pointer_for_an_animal_means_the_pet_not_its_visit_record():
+    pet, visit = EntityRef(1, "pet", "PT-2", "豆包（柯基）", ("豆包",)), EntityRef(2, "visit", "V-305", "就诊记录305")
+    recent = [MentionEvidence(1, T0, 1), MentionEvidence(2, T0, 1)]
+    registry = _registry(pet, visit)
+    assert _resolve("那只狗下次复诊约在哪天？", registry, [(visit, "for", pet)], recent=recent) == ("resolved", 1)
+    assert _resolve("它的药是不是该换了？", registry, [(visit, "for", pet)], recent=recent) == ("resolved", 1)
+
+
+def test_a_number_glued_to_a_name_part_must_be_the_entitys_own():
+    lifts = _registry(EntityRef(1, "lift", "L-301", "3号楼1号客梯"), EntityRef(2, "lift", "L-501", "5号楼1号客梯"),
+                      EntityRef(3, "lift", "L-302", "3号楼2号货梯"), EntityRef(4, "lift", "L-502", "5号楼消防梯"),
+                      EntityRef(5, "building", "B-7", "7号楼"))
+    assert _resolve("9号楼1号客梯上周困人的事处理完了吗？", lifts) == ("none", [])
+    assert _resolve("5号楼的1号客梯今天好了吗", lifts) == ("resolved", 2)
+    assert _resolve("3号楼的货梯今天能正常用吗？", lifts) == ("resolved", 3)
+
+
+def test_the_neighbours_a_place_qualifies_are_told_apart_by_the_turn_just_discussed():
+    room = EntityRef(1, "room", "R-LIV", "客厅")
+    ac, robot = EntityRef(2, "appliance", "AP-1", "客厅格力柜机"), EntityRef(3, "appliance", "AP-5", "石头扫地机器人")
+    registry = _registry(room, ac, robot)
+    relations = [(ac, "located_in", room), (robot, "located_in", room)]
+    assert _resolve("客厅那台机器今天还能自己回充吗？", registry, relations,
+                    recent=[MentionEvidence(3, T0, 1)]) == ("resolved", 3)
+    assert _resolve("客厅那台机器今天还能自己回充吗？", registry, relations) == ("ambiguous", [2, 3])

@@ -124,10 +124,58 @@ def test_recall_follows_one_relation_below_direct_links(api, registry):
     contents = [item["content"] for item in body["items"]]
     assert any("启动电容" in c for c in contents), contents  # linked to WO-1, which is about A-1
     hop = next(item for item in body["items"] if "启动电容" in item["content"])
-    assert hop["entity_path"] == {"from": "asset:A-1", "relation": "about", "direction": "in", "to": "workorder:WO-1"}
+    assert hop["entity_path"] == {"from": "asset:A-1", "relation": "about", "direction": "in", "to": "workorder:WO-1",
+                                  "current": True}
     assert not any("一万二" in c for c in contents)
     first = next(item for item in body["items"] if "卸货区" in item["content"])
     assert first["score_parts"]["entity"] > hop["score_parts"]["entity"] > 0
+
+
+def test_recall_dates_an_ended_relation_and_ranks_it_below_the_current_one(api, registry):
+    """A work order closed (its relation ended) is history: still recalled through it, below what the
+    current relation brings, and its path says when it ended."""
+    for wo, content in (("WO-1", "师傅交代：压缩机启动电容已更换，三个月内复查。"), ("WO-2", "2号冷柜门封条老化，已申请备件。")):
+        assert api.post("/api/v1/memories", {"kind": "fact", "content": content, "entities": [f"workorder:{wo}"]},
+                        format="json").status_code in (200, 201)
+    ended = api.post("/api/v1/relations/end", {"relations": [{"from": ref("workorder", "WO-1"), "type": "about",
+                                                             "to": ref("asset", "A-1")}]}, format="json")
+    assert ended.json() == {"ended": 1}
+    # WO-2 is about A-1 now (and no longer about A-2): a current relation beside the ended one.
+    assert api.post("/api/v1/relations", about("WO-2", "A-1"), format="json").status_code == 201
+    body = api.post("/api/v1/recall", {"query": "1号冷柜之前有什么要注意的？", "k": 5, "explain": True}, format="json").json()
+    by_content = {item["content"]: item for item in body["items"]}
+    past = next(item for c, item in by_content.items() if "启动电容" in c)
+    now = next(item for c, item in by_content.items() if "门封条" in c)
+    assert past["entity_path"]["current"] is False and past["entity_path"]["valid_to"]
+    assert now["entity_path"]["current"] is True and "valid_to" not in now["entity_path"]
+    assert now["score_parts"]["entity"] > past["score_parts"]["entity"] > 0
+
+
+def test_a_relation_ending_at_a_set_time_leaves_the_snapshot_then(org, monkeypatch):
+    """A relation upserted with a future end needs no write to end: the snapshot expires at its end."""
+    import time
+    from datetime import datetime, timedelta
+    from datetime import timezone as tz
+
+    from django.utils import timezone
+
+    from entities.relations import relation_upsert
+    from entities.selectors import entity_matcher_for_org, registry_changed
+    from entities.services import entities_bulk_upsert
+
+    entities_bulk_upsert(org=org, items=[{"type": "asset", "external_id": "A-9", "name": "9号冷柜"},
+                                         {"type": "site", "external_id": "S-1", "name": "东厂房"}])
+    relation_upsert(org=org, from_ref=ref("asset", "A-9"), type="located_at", to_ref=ref("site", "S-1"),
+                    valid_to=timezone.now() + timedelta(hours=1))
+    registry_changed(org.id)
+    matcher = entity_matcher_for_org(org_id=org.id)
+    asset = next(r.id for r in matcher.refs.values() if r.external_id == "A-9")
+    assert [t for _o, t, _d in matcher.neighbours(asset)] == ["located_at"] and not matcher.past_neighbours(asset)
+    later = time.time() + 2 * 3600
+    monkeypatch.setattr(time, "time", lambda: later)
+    monkeypatch.setattr(timezone, "now", lambda: datetime.fromtimestamp(later, tz=tz.utc))
+    matcher = entity_matcher_for_org(org_id=org.id)
+    assert not matcher.neighbours(asset) and [r[1] for r in matcher.past_neighbours(asset)] == ["located_at"]
 
 
 def test_a_question_for_what_a_named_entity_relates_to(api, registry):
