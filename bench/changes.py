@@ -6,6 +6,7 @@
     python -m bench.changes --http http://127.0.0.1:8000   # through a running service (`make run`), recall included
     python -m bench.changes --crowd           # each newer statement against every older one of the split
     python -m bench.changes --errors          # list every pair with its outcome
+    python -m bench.changes --learned         # in process, the learned judge (memory/learn) instead
 
 The set (`evaluation/data/changes-{tune,report}.jsonl`): `change` pairs (an older standing statement,
 a newer message saying in everyday words that it changed, a question whose answer is the new value)
@@ -45,7 +46,7 @@ def load(split: str) -> list[dict]:
 
 
 # ---------------------------------------------------------------------------- in process
-def judge_pairs(rows: list[dict], crowd: bool = False) -> list[tuple[str, int]]:
+def judge_pairs(rows: list[dict], crowd: bool = False, learned: bool = False) -> list[tuple[str, int]]:
     from datetime import datetime, timezone
 
     from common.text import is_cjk
@@ -92,8 +93,18 @@ def judge_pairs(rows: list[dict], crowd: bool = False) -> list[tuple[str, int]]:
         # statement with every standing memory in its window); a decision against another row's older
         # statement is a wrong target.
         indices = [j for j in range(len(rows)) if olders[j]] if crowd else [i]
-        decisions = {e.id: d for e, d in judge(embedder, limits, content=n.content, kind=n.kind, slot_key=n.slot_key,
-                                               existing=existing_for(indices, n.content), replaces_only=n.replaces_only)}
+        existing = existing_for(indices, n.content)
+        if learned:  # the same candidates and cosines, judged by the learned judge
+            from memory.learn.judge import Existing as Learned
+            from memory.learn.judge import judge as learned_judge
+
+            decisions = {e.id: d for e, d in learned_judge(
+                content=n.content, kind=n.kind,
+                existing=[Learned(e.id, e.content, e.kind, cosine=e.full) for e in existing])}
+        else:
+            decisions = {e.id: d for e, d in judge(embedder, limits, content=n.content, kind=n.kind,
+                                                   slot_key=n.slot_key, existing=existing,
+                                                   replaces_only=n.replaces_only)}
         wrong = sum(1 for j, d in decisions.items() if j != i and d.action in ("supersede", "conflict"))
         out.append((decisions[i].action, wrong))
     return out
@@ -176,6 +187,7 @@ def main(argv=None) -> int:
     p.add_argument("--key-file", default="var/demo_api_key.txt", help="API key for --http (make run writes this one)")
     p.add_argument("--crowd", action="store_true",
                    help="in process: judge each newer statement against every older statement of the split at once")
+    p.add_argument("--learned", action="store_true", help="in process: the learned judge (memory/learn) decides")
     p.add_argument("--errors", action="store_true")
     args = p.parse_args(argv)
     rows = load(args.split)
@@ -198,9 +210,10 @@ def main(argv=None) -> int:
                 print(f"  {r['id']:<18} first={f!s:<5} old_stated={s!s:<5} {r['older']} | {r['newer']}")
         return 0
     common.setup("changes", args)  # a fresh var dir: the judge's embedder, nothing of a running service
-    got = judge_pairs(changes + others, crowd=args.crowd)
+    got = judge_pairs(changes + others, crowd=args.crowd, learned=args.learned)
     got_changes, got_others = got[:len(changes)], got[len(changes):]
-    print(f"split={args.split} in process (rule extractor + subject judge){' crowd' if args.crowd else ''}")
+    judged_by = "learned judge" if args.learned else "subject judge"
+    print(f"split={args.split} in process (rule extractor + {judged_by}){' crowd' if args.crowd else ''}")
     print(f"change pairs ({len(changes)}):", dict(Counter(g for g, _ in got_changes)))
     print(f"other-attribute pairs ({len(others)}):", dict(Counter(g for g, _ in got_others)))
     if args.crowd:

@@ -22,7 +22,7 @@ import numpy as np
 from memory.learn.judge_model import MODEL_PATH, load_model
 from memory.learn.pair_features import PairEncoder, PairInput, pair_matrix
 
-__all__ = ["Decision", "Existing", "decide", "judge", "judge_pairs", "seed", "values_differ"]
+__all__ = ["Decision", "Existing", "decide", "judge", "judge_pairs", "ruled_out", "seed"]
 
 STANDING = frozenset({"fact", "preference", "profile"})
 MAX_JUDGED = 8  # the existing memories judged per new statement: the closest by stored cosine
@@ -110,17 +110,12 @@ def _different_things(p: PairInput) -> bool:
     return f.speaker_differs or f.ident_conflict
 
 
-def values_differ(older: str, newer: str) -> bool:
-    """Both state a value and none is shared: numbers that differ, or the parsed values unrelated
-    (佳木斯 / 齐齐哈尔 score 0.9 as written; the embedding cannot tell them apart)."""
-    from memory.learn.pair_features import numbers
-    from memory.subjects.match import pair_features
-    from memory.subjects.parts import parse
-
-    a, b = numbers(older), numbers(newer)
-    if a and b and not (a & b):
-        return True
-    return pair_features(parse(older), parse(newer), masked=0.0, full=0.0).value_differs
+def ruled_out(p: PairInput, older_scope: str = "user", newer_scope: str = "user") -> str | None:
+    """Why a rule, not the model, decides the pair is two memories (coexist), or None."""
+    reason = _guard(p, older_scope, newer_scope)
+    if reason is None and _different_things(p):
+        reason = "another thing or person"
+    return reason
 
 
 def judge_pairs(pairs: list[PairInput], scopes: list[tuple[str, str]] | None = None,
@@ -132,7 +127,7 @@ def judge_pairs(pairs: list[PairInput], scopes: list[tuple[str, str]] | None = N
     out: list[Decision | None] = [None] * len(pairs)
     todo = []
     for i, (p, (so, sn)) in enumerate(zip(pairs, scopes)):
-        reason = _guard(p, so, sn)
+        reason = ruled_out(p, so, sn)
         if reason:
             out[i] = Decision("coexist", 0.0, reason=reason)
         else:
@@ -142,17 +137,7 @@ def judge_pairs(pairs: list[PairInput], scopes: list[tuple[str, str]] | None = N
         proba = model.proba(model.inputs(scalars, vectors))
         for i, row in zip(todo, proba):
             named = dict(zip(model.labels, row))
-            action = decide(named, bands)
-            if action in ("supersede", "duplicate", "conflict") and _different_things(pairs[i]):
-                out[i] = Decision("coexist", float(named["supersede"]), named, "another thing or person")
-            elif action == "duplicate" and values_differ(pairs[i].older, pairs[i].newer):
-                # Not the same value, so not a duplicate: what the model gave "same subject" (a duplicate
-                # or a replace) decides whether the newer replaces it or is a possible conflict.
-                same = float(named["supersede"] + named["duplicate"])
-                out[i] = Decision("supersede" if same >= bands["supersede"] else "conflict", same, named,
-                                  "another value of the same subject")
-            else:
-                out[i] = Decision(action, float(named["supersede"]), named)
+            out[i] = Decision(decide(named, bands), float(named["supersede"]), named)
     return out  # type: ignore[return-value]
 
 

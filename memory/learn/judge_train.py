@@ -28,13 +28,17 @@ __all__ = ["report", "train"]
 DATA = Path(__file__).resolve().parents[2] / "evaluation" / "learn"
 LABELS = ("coexist", "duplicate", "supersede")
 ENCODER = "use-multilingual+minilm"
-N_COMPONENTS = 24
+# Components kept of each block of vector features (pair_features.BLOCK_WIDTHS): the pair's
+# interactions, the newer statement. With the newer's 16, out-of-fold (by domain) replace recall rose
+# 0.77 → 0.82 at the same precision.
+N_COMPONENTS = (24, 16)
 PARAMS = dict(max_iter=150, learning_rate=0.1, max_leaf_nodes=15, min_samples_leaf=12, l2_regularization=1.0,
               early_stopping=False, random_state=0)
-# Replaces only when sure (a wrong supersede hides a true memory); the band under it is a possible
-# conflict: both kept, the newer first, an operator (or an LLM, batched) decides.
-PRECISION_TARGET = 0.91
-CONFLICT_FLOOR = 0.40
+# Replaces only when sure (a wrong supersede hides a true memory); a narrow band under it is a possible
+# conflict: both kept, the newer first, an operator (or an LLM, batched) decides. Wider, it mostly
+# flags pairs that coexist (out of fold, a third of the pairs 0.3 under the threshold coexist).
+PRECISION_TARGET = 0.92
+CONFLICT_WIDTH = 0.05
 
 
 def _setup() -> None:
@@ -45,8 +49,11 @@ def _setup() -> None:
 
 
 def load(split: str) -> list[dict]:
-    path = DATA / f"judge-{split}.jsonl"
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    """The rows of a half: `judge-<split>.jsonl`, then any `judge-<split>-*.jsonl` beside it (the tuning
+    half's extra pairs, written later by another blind writer), in name order."""
+    paths = [DATA / f"judge-{split}.jsonl", *sorted(DATA.glob(f"judge-{split}-*.jsonl"))]
+    return [json.loads(line) for path in paths for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip()]
 
 
 def _family(row: dict) -> str:
@@ -91,8 +98,20 @@ def fit(scalars: np.ndarray, vectors: np.ndarray, y: np.ndarray) -> dict:
     from sklearn.decomposition import PCA
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    pca = PCA(n_components=N_COMPONENTS, svd_solver="full").fit(vectors)
-    x = np.hstack([scalars, (vectors - pca.mean_) @ pca.components_.T]).astype(np.float64)
+    from memory.learn.pair_features import BLOCK_WIDTHS
+
+    # One PCA per block, kept as one block-diagonal projection (judge_model.inputs is unchanged).
+    width = vectors.shape[1] // sum(BLOCK_WIDTHS)
+    bounds = np.cumsum([0, *BLOCK_WIDTHS]) * width
+    proj_mean = np.zeros(vectors.shape[1], np.float32)
+    proj = np.zeros((sum(N_COMPONENTS), vectors.shape[1]), np.float32)
+    row = 0
+    for k, start, stop in zip(N_COMPONENTS, bounds[:-1], bounds[1:]):
+        pca = PCA(n_components=k, svd_solver="full").fit(vectors[:, start:stop])
+        proj_mean[start:stop] = pca.mean_
+        proj[row:row + k, start:stop] = pca.components_
+        row += k
+    x = np.hstack([scalars, (vectors - proj_mean) @ proj.T]).astype(np.float64)
     clf = HistGradientBoostingClassifier(**PARAMS).fit(x, y)
     assert tuple(clf.classes_) == tuple(range(len(LABELS)))
     feature, threshold, left, right, value, roots, tree_class = [], [], [], [], [], [], []
@@ -110,7 +129,7 @@ def fit(scalars: np.ndarray, vectors: np.ndarray, y: np.ndarray) -> dict:
             value.append(np.where(leaf, nodes["value"], 0.0))
             depth = max(depth, int(nodes["depth"].max()))
             offset += len(nodes)
-    return dict(proj_mean=pca.mean_.astype(np.float32), proj=pca.components_.astype(np.float32),
+    return dict(proj_mean=proj_mean, proj=proj,
                 baseline=np.asarray(clf._baseline_prediction, dtype=np.float64).reshape(-1),
                 tree_class=np.asarray(tree_class, np.int32), roots=np.asarray(roots, np.int64),
                 feature=np.concatenate(feature).astype(np.int32), threshold=np.concatenate(threshold).astype(np.float64),
@@ -126,7 +145,7 @@ def _model(arrays: dict, bands: dict):
 
 
 def oof_proba(scalars, vectors, y, groups, folds: int) -> np.ndarray:
-    """Out-of-fold probabilities; pairs sharing an older statement stay in one fold."""
+    """Out-of-fold probabilities; the pairs of one group stay in one fold."""
     from sklearn.model_selection import GroupKFold
 
     out = np.zeros((len(y), len(LABELS)))
@@ -136,23 +155,34 @@ def oof_proba(scalars, vectors, y, groups, folds: int) -> np.ndarray:
     return out
 
 
-def choose_bands(proba: np.ndarray, y: np.ndarray) -> dict:
-    """The lowest replace threshold whose out-of-fold precision reaches the target; the conflict band
-    below it down to CONFLICT_FLOOR; duplicate where it is the likeliest class at ≥ 0.5."""
+def choose_bands(proba: np.ndarray, y: np.ndarray, ruled: np.ndarray) -> dict:
+    """The lowest replace threshold whose out-of-fold precision, on the pairs the rules leave to the
+    model, reaches the target; the conflict band CONFLICT_WIDTH below it; duplicate where it is the
+    likeliest class at ≥ 0.5."""
     sup = LABELS.index("supersede")
     best = 0.9
     for t in np.arange(0.30, 0.95, 0.01):
-        chosen = proba[:, sup] >= t
+        chosen = (proba[:, sup] >= t) & ~ruled
         if chosen.sum() and (y[chosen] == sup).mean() >= PRECISION_TARGET:
             best = float(t)
             break
-    return {"supersede": round(best, 2), "conflict": min(CONFLICT_FLOOR, round(best, 2)), "duplicate": 0.5}
+    best = round(best, 2)
+    return {"supersede": best, "conflict": round(best - CONFLICT_WIDTH, 2), "duplicate": 0.5}
 
 
-def decide_rows(proba: np.ndarray, bands: dict) -> list[str]:
+def decide_rows(proba: np.ndarray, bands: dict, ruled: np.ndarray) -> list[str]:
+    """What the judge decides from these probabilities: coexist where a rule rules the pair out."""
     from memory.learn.judge import decide
 
-    return [decide(dict(zip(LABELS, p)), bands) for p in proba]
+    return ["coexist" if r else decide(dict(zip(LABELS, p)), bands) for p, r in zip(proba, ruled)]
+
+
+def ruled_rows(rows: list[dict]) -> np.ndarray:
+    from memory.learn.judge import ruled_out
+    from memory.learn.pair_features import PairInput
+
+    return np.array([ruled_out(PairInput(r["older"]["content"], r["newer"]["content"], r["older"]["kind"],
+                                         r["newer"]["kind"])) is not None for r in rows])
 
 
 def metrics(gold: list[str], got: list[str]) -> dict:
@@ -191,13 +221,15 @@ def train(argv=None) -> int:
 
     rows = with_unrelated(load("tune"))
     y = np.array([LABELS.index(r["label"]) for r in rows])
-    groups = np.array([zlib.crc32(r["older"]["content"].encode()) for r in rows])  # stable across processes
+    # Folds by domain: the report half's domains are others, and one domain's pairs share their wording.
+    groups = np.array([zlib.crc32(r["domain"].encode()) for r in rows])  # stable across processes
     scalars, vectors = features(rows)
+    ruled = ruled_rows(rows)
     proba = oof_proba(scalars, vectors, y, groups, args.cv or 5)
-    bands = choose_bands(proba, y)
+    bands = choose_bands(proba, y, ruled)
     print(f"bands (out-of-fold, tuning half): {bands}")
     labelled = [i for i, r in enumerate(rows) if r.get("why") != "unrelated"]
-    got = decide_rows(proba, bands)
+    got = decide_rows(proba, bands, ruled)
     print_metrics(f"tuning half, {args.cv or 5}-fold out-of-fold (labelled pairs)",
                   metrics([rows[i]["label"] for i in labelled], [got[i] for i in labelled]))
     unrelated = [g for r, g in zip(rows, got) if r.get("why") == "unrelated"]

@@ -9,8 +9,9 @@ The features, in groups:
 - the cosine of the two statements as written and with their values masked (numbers, quantities,
   codes, names, the value after a marker replaced), per model of a composite encoder, and their
   difference (the same slot with another value scores high masked, lower as written);
-- |a−b| and a⊙b of the multilingual vectors (as written and masked), reduced by a projection fitted
-  in training and shipped with the model;
+- |a−b| and a⊙b of the multilingual vectors (as written and masked), and the newer statement's own
+  vectors (as written and masked), each block reduced by a projection fitted in training and shipped
+  with the model;
 - word overlap (jieba for Chinese), words only one side has, numbers on each side and whether they
   differ;
 - cue flags of the newer (a change: 现在/改/换/不再/now/switched…; an addition: 也/另外/还/also…;
@@ -29,7 +30,7 @@ from cachetools import LRUCache
 
 from common.text import cjk_ratio, tokenize
 
-__all__ = ["PairInput", "PairEncoder", "mask_values", "numbers", "pair_matrix", "scalar_names"]
+__all__ = ["BLOCK_WIDTHS", "PairInput", "PairEncoder", "mask_values", "numbers", "pair_matrix", "scalar_names"]
 
 KINDS_OLDER = ("fact", "preference", "event")
 KINDS_NEWER = ("fact", "preference", "event", "task")
@@ -168,11 +169,18 @@ def _scalars(p: PairInput, cos_raw: list[float], cos_masked: list[float], cos_cr
     return out
 
 
+# The vector features, in blocks each reduced by its own trained projection (judge_train.VECTOR_BLOCKS):
+# the pair's interactions (|a−b| and a⊙b, raw and masked: 4 widths of the first model), then the newer
+# statement itself (raw and masked: 2 widths), which reads as a change, an addition or an event in any
+# domain's words.
+BLOCK_WIDTHS = (4, 2)
+
+
 def pair_matrix(encoder: PairEncoder, pairs: list[PairInput]) -> tuple[np.ndarray, np.ndarray]:
-    """(scalar features, vector features) of every pair. The vector features (|a−b| and a⊙b of the
-    first model's vectors, raw and masked: 4 × its width) are reduced by the trained projection."""
+    """(scalar features, vector features) of every pair; the vector features are BLOCK_WIDTHS × the
+    first model's width, reduced by the trained projection."""
     if not pairs:
-        return np.zeros((0, len(scalar_names()))), np.zeros((0, 4 * encoder.split[0]))
+        return np.zeros((0, len(scalar_names()))), np.zeros((0, sum(BLOCK_WIDTHS) * encoder.split[0]))
     masked = {t: mask_values(t) for p in pairs for t in (p.older, p.newer)}
     texts = list(dict.fromkeys([t for p in pairs for t in (p.older, p.newer)] + list(masked.values())))
     index = {t: i for i, t in enumerate(texts)}
@@ -188,5 +196,5 @@ def pair_matrix(encoder: PairEncoder, pairs: list[PairInput]) -> tuple[np.ndarra
         scalars.append(_scalars(p, cos_raw, cos_masked, cos_cross))
         m0 = parts[0]
         vectors.append(np.concatenate([np.abs(m0[io] - m0[in_]), m0[io] * m0[in_],
-                                       np.abs(m0[mo] - m0[mn]), m0[mo] * m0[mn]]))
+                                       np.abs(m0[mo] - m0[mn]), m0[mo] * m0[mn], m0[in_], m0[mn]]))
     return np.asarray(scalars, dtype=np.float32), np.asarray(vectors, dtype=np.float32)

@@ -39,13 +39,13 @@ def _restatements(inp, existing: list, decisions: dict[int, object]) -> dict[int
     rules' reading of another thing, attribute or value, and never on a change."""
     from dataclasses import replace
 
-    from memory.learn.judge import judge_pairs, values_differ
+    from memory.learn.judge import judge_pairs
     from memory.learn.pair_features import PairInput
 
     if inp.change or inp.replaces_only:
         return decisions
     open_pairs = [e for e in existing if e.id in decisions and decisions[e.id].action == "coexist"
-                  and e.kind == inp.kind and not values_differ(e.content, inp.content)]
+                  and e.kind == inp.kind and not _values_differ(e.content, inp.content)]
     if not open_pairs:
         return decisions
     # The judge's own guards run first (another identifier or speaker is never the same memory).
@@ -56,6 +56,19 @@ def _restatements(inp, existing: list, decisions: dict[int, object]) -> dict[int
         if verdict.reason == "model" and same >= settings.MEMORY_RESTATEMENT_MIN:
             decisions[e.id] = replace(decisions[e.id], action="duplicate", score=same)
     return decisions
+
+
+def _values_differ(older: str, newer: str) -> bool:
+    """Both state a value and none is shared: numbers that differ, or the parsed values unrelated
+    (佳木斯 / 齐齐哈尔 score 0.9 as written; the embedding cannot tell them apart). Not a restatement then."""
+    from memory.learn.pair_features import numbers
+    from memory.subjects.match import pair_features
+    from memory.subjects.parts import parse
+
+    a, b = numbers(older), numbers(newer)
+    if a and b and not (a & b):
+        return True
+    return pair_features(parse(older), parse(newer), masked=0.0, full=0.0).value_differs
 
 
 def other_attribute(decision) -> bool:

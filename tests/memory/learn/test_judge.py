@@ -81,3 +81,11 @@ def test_the_committed_model_is_plain_arrays():
 
     p = model.proba(model.inputs(np.zeros((2, len(scalar_names()))), x))
     assert p.shape == (2, 3) and np.allclose(p.sum(axis=1), 1.0)
+
+
+def test_the_tuning_half_reads_the_extra_pairs_beside_it():
+    from memory.learn.judge_train import load
+
+    tune, report = load("tune"), load("report")
+    assert any(r["id"].startswith("x21-") for r in tune)
+    assert not {r["id"] for r in tune} & {r["id"] for r in report}
