@@ -51,7 +51,8 @@ def judge_pairs(rows: list[dict], crowd: bool = False) -> list[tuple[str, int]]:
     from common.text import is_cjk
     from memory.extraction.base import ExtractionInput
     from memory.extraction.rules import RuleExtractor
-    from memory.subjects.judge import Existing, judge
+    from memory.services.subject_tier import subject_decisions
+    from memory.subjects.judge import Existing
     from memory.thresholds import thresholds_for
     from memory.vectors import active_embedder, similarity
 
@@ -92,8 +93,9 @@ def judge_pairs(rows: list[dict], crowd: bool = False) -> list[tuple[str, int]]:
         # statement with every standing memory in its window); a decision against another row's older
         # statement is a wrong target.
         indices = [j for j in range(len(rows)) if olders[j]] if crowd else [i]
-        decisions = {e.id: d for e, d in judge(embedder, limits, content=n.content, kind=n.kind, slot_key=n.slot_key,
-                                               existing=existing_for(indices, n.content), replaces_only=n.replaces_only)}
+        # The write path's own subject tier: the subject rules, then the learned judge's second opinions.
+        similar = [(e, e.full) for e in existing_for(indices, n.content)]
+        decisions = subject_decisions(n, similar, limits)
         wrong = sum(1 for j, d in decisions.items() if j != i and d.action in ("supersede", "conflict"))
         out.append((decisions[i].action, wrong))
     return out
@@ -200,7 +202,7 @@ def main(argv=None) -> int:
     common.setup("changes", args)  # a fresh var dir: the judge's embedder, nothing of a running service
     got = judge_pairs(changes + others, crowd=args.crowd)
     got_changes, got_others = got[:len(changes)], got[len(changes):]
-    print(f"split={args.split} in process (rule extractor + subject judge){' crowd' if args.crowd else ''}")
+    print(f"split={args.split} in process (rule extractor + the write path's subject tier){' crowd' if args.crowd else ''}")
     print(f"change pairs ({len(changes)}):", dict(Counter(g for g, _ in got_changes)))
     print(f"other-attribute pairs ({len(others)}):", dict(Counter(g for g, _ in got_others)))
     if args.crowd:

@@ -28,7 +28,7 @@ def subject_decisions(inp, similar: list[tuple], limits) -> dict[int, object]:
     decisions = {e.id: d for e, d in judge(active_embedder(), limits, content=inp.content, kind=inp.kind,
                                            slot_key=inp.slot_key, existing=existing, subject=inp.subject,
                                            replaces_only=inp.replaces_only)}
-    return _restatements(inp, existing, decisions)
+    return _learned_replaces(inp, existing, _restatements(inp, existing, decisions))
 
 
 def _restatements(inp, existing: list, decisions: dict[int, object]) -> dict[int, object]:
@@ -56,6 +56,49 @@ def _restatements(inp, existing: list, decisions: dict[int, object]) -> dict[int
         if verdict.reason == "model" and same >= settings.MEMORY_RESTATEMENT_MIN:
             decisions[e.id] = replace(decisions[e.id], action="duplicate", score=same)
     return decisions
+
+
+def _learned_replaces(inp, existing: list, decisions: dict[int, object]) -> dict[int, object]:
+    """A change the subject rules did not read as one: told as an event, with the old value only implied,
+    in words no cue list holds ("膝盖不行了，现在早上改游泳了" after "我每天早上跑步五公里"). The learned judge
+    (memory/learn/judge.py, D25) replaces where it is sure: P(replaces) at least
+    MEMORY_LEARNED_REPLACE["min"], on a pair the rules left side by side or flagged, never against their
+    reading of another thing or person, and one older memory per statement (the likeliest), since a change
+    replaces one value. Below that, down to ["conflict"], a pair the rules left side by side becomes a
+    possible conflict (both kept, the newer first, reviewed)."""
+    from dataclasses import replace
+
+    from memory.learn.judge import judge_pairs
+    from memory.learn.pair_features import PairInput
+
+    conf = settings.MEMORY_LEARNED_REPLACE
+    if not conf.get("enabled", True):
+        return decisions
+    if any(d.action in ("supersede", "duplicate") for d in decisions.values()):
+        return decisions  # the rules found what the statement replaces or restates
+    # The closest few by stored cosine (each is encoded and judged: bounded work per write).
+    closest = sorted(existing, key=lambda e: -e.full)[: int(conf.get("judged", 8))]
+    open_pairs = [e for e in closest if e.id in decisions and decisions[e.id].action in ("coexist", "conflict")
+                  and not _another_thing(decisions[e.id])]
+    if not open_pairs:
+        return decisions
+    verdicts = judge_pairs([PairInput(e.content, inp.content, e.kind, inp.kind) for e in open_pairs])
+    scored = sorted(((float(v.proba.get("supersede", 0.0)), e) for e, v in zip(open_pairs, verdicts)
+                     if v.reason == "model"), key=lambda pair: -pair[0])
+    if not scored:
+        return decisions
+    p, e = scored[0]  # a change replaces one value: the likeliest older memory only
+    if p >= float(conf["min"]):
+        decisions[e.id] = replace(decisions[e.id], action="supersede", score=p)
+    elif p >= float(conf["conflict"]) and decisions[e.id].action == "coexist":
+        decisions[e.id] = replace(decisions[e.id], action="conflict", score=p)
+    return decisions
+
+
+def _another_thing(decision) -> bool:
+    """The rules read another thing or person (1号 vs 2号, Caroline vs Melanie): never the same memory."""
+    f = getattr(decision, "features", None)
+    return bool(f and (f.ident_conflict or f.speaker_differs))
 
 
 def other_attribute(decision) -> bool:
