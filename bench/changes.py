@@ -52,7 +52,8 @@ def judge_pairs(rows: list[dict], crowd: bool = False, learned: bool = False) ->
     from common.text import is_cjk
     from memory.extraction.base import ExtractionInput
     from memory.extraction.rules import RuleExtractor
-    from memory.subjects.judge import Existing, judge
+    from memory.services.subject_tier import subject_decisions
+    from memory.subjects.judge import Existing
     from memory.thresholds import thresholds_for
     from memory.vectors import active_embedder, similarity
 
@@ -94,17 +95,15 @@ def judge_pairs(rows: list[dict], crowd: bool = False, learned: bool = False) ->
         # statement is a wrong target.
         indices = [j for j in range(len(rows)) if olders[j]] if crowd else [i]
         existing = existing_for(indices, n.content)
-        if learned:  # the same candidates and cosines, judged by the learned judge
+        if learned:  # the same candidates and cosines, judged by the learned judge alone
             from memory.learn.judge import Existing as Learned
             from memory.learn.judge import judge as learned_judge
 
             decisions = {e.id: d for e, d in learned_judge(
                 content=n.content, kind=n.kind,
                 existing=[Learned(e.id, e.content, e.kind, cosine=e.full) for e in existing])}
-        else:
-            decisions = {e.id: d for e, d in judge(embedder, limits, content=n.content, kind=n.kind,
-                                                   slot_key=n.slot_key, existing=existing,
-                                                   replaces_only=n.replaces_only)}
+        else:  # the write path's own subject tier: the subject rules, then the learned judge's second opinions
+            decisions = subject_decisions(n, [(e, e.full) for e in existing], limits)
         wrong = sum(1 for j, d in decisions.items() if j != i and d.action in ("supersede", "conflict"))
         out.append((decisions[i].action, wrong))
     return out
@@ -212,7 +211,7 @@ def main(argv=None) -> int:
     common.setup("changes", args)  # a fresh var dir: the judge's embedder, nothing of a running service
     got = judge_pairs(changes + others, crowd=args.crowd, learned=args.learned)
     got_changes, got_others = got[:len(changes)], got[len(changes):]
-    judged_by = "learned judge" if args.learned else "subject judge"
+    judged_by = "learned judge alone" if args.learned else "the write path's subject tier"
     print(f"split={args.split} in process (rule extractor + {judged_by}){' crowd' if args.crowd else ''}")
     print(f"change pairs ({len(changes)}):", dict(Counter(g for g, _ in got_changes)))
     print(f"other-attribute pairs ({len(others)}):", dict(Counter(g for g, _ in got_others)))

@@ -22,7 +22,13 @@ from memory.enqueue import generation_bump_after_commit, sync_after_commit
 from memory.models import EntityLink, Memory, MemoryEmbedding, MemorySource, MemoryVersion, MemoryWriteLock
 from memory.services.dedup_window import NearMemory, similar_active, whole
 from memory.services.forget_rules import forget_rule_matches, forget_rule_verdict
-from memory.services.subject_tier import conflicts_record, distinct_statements, other_attribute, subject_decisions
+from memory.services.subject_tier import (
+    conflicts_record,
+    distinct_statements,
+    event_replaces,
+    other_attribute,
+    subject_decisions,
+)
 from memory.thresholds import thresholds_for
 from memory.vectors import active_embedder, to_bytes
 from tenancy.db import retry_on_contention
@@ -228,6 +234,8 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
             _touch_duplicate(memory, inp)
             return WriteOutcome("duplicate", whole(memory), similarity=decision.score)
         targets = _supersede_targets(inp, similar, limits.supersede, decisions) if dedup else []
+        if dedup and inp.kind == MemoryKind.EVENT:
+            targets += event_replaces(inp, vector, embedder.model_id)
         if inp.replaces_only and not targets and not any(d.action == "conflict" for d in decisions.values()):
             return WriteOutcome("unanchored", None)
         reason = "CORRECT" if inp.change == "correction" else ("SUPERSEDE" if targets else "ADD")

@@ -3,9 +3,11 @@ standing candidate duplicates, supersedes or may conflict with. Called inside me
 transaction, with the user's write lock held."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.conf import settings
 
-from memory.choices import SUBJECT_KINDS, MemoryScope
+from memory.choices import SUBJECT_KINDS, MemoryKind, MemoryScope
 from memory.models import Memory
 from memory.vectors import active_embedder
 
@@ -28,7 +30,7 @@ def subject_decisions(inp, similar: list[tuple], limits) -> dict[int, object]:
     decisions = {e.id: d for e, d in judge(active_embedder(), limits, content=inp.content, kind=inp.kind,
                                            slot_key=inp.slot_key, existing=existing, subject=inp.subject,
                                            replaces_only=inp.replaces_only)}
-    return _restatements(inp, existing, decisions)
+    return _learned_replaces(inp, existing, _restatements(inp, existing, decisions))
 
 
 def _restatements(inp, existing: list, decisions: dict[int, object]) -> dict[int, object]:
@@ -69,6 +71,79 @@ def _values_differ(older: str, newer: str) -> bool:
     if a and b and not (a & b):
         return True
     return pair_features(parse(older), parse(newer), masked=0.0, full=0.0).value_differs
+
+
+def _learned_replaces(inp, existing: list, decisions: dict[int, object]) -> dict[int, object]:
+    """A change the subject rules did not read as one: the old value only implied, in words no cue list
+    holds ("膝盖不行了，现在早上改游泳了" after "我每天早上跑步五公里"). The learned judge (memory/learn/judge.py,
+    D25) replaces where it is sure: P(replaces) at least MEMORY_LEARNED_REPLACE["min"], on a pair the rules
+    left side by side or flagged, never against their reading of another thing or person, and one older
+    memory per statement (the likeliest), since a change replaces one value. Below that, down to
+    ["conflict"], a pair the rules left side by side becomes a possible conflict (both kept, reviewed)."""
+    from dataclasses import replace
+
+    if any(d.action in ("supersede", "duplicate") for d in decisions.values()):
+        return decisions  # the rules found what the statement replaces or restates
+    picked = _likeliest_replaced(inp, [e for e in existing if e.id in decisions
+                                       and decisions[e.id].action in ("coexist", "conflict")
+                                       and not _another_thing(decisions[e.id])])
+    if picked is None:
+        return decisions
+    p, e = picked
+    if p >= float(settings.MEMORY_LEARNED_REPLACE["min"]):
+        decisions[e.id] = replace(decisions[e.id], action="supersede", score=p)
+    elif p >= float(settings.MEMORY_LEARNED_REPLACE["conflict"]) and decisions[e.id].action == "coexist":
+        decisions[e.id] = replace(decisions[e.id], action="conflict", score=p)
+    return decisions
+
+
+def event_replaces(inp, vector, model_id: str) -> list:
+    """The standing memory a user's event changes, when the learned judge is sure of it: a change told as
+    an event ("旧车出手了，提了台海豹", "We finally upgraded staging to 24.04 last week") replaces the state
+    it changes, and the event, dated, is then what holds. Events never replace events (the judge's guard);
+    the subject rules read statements, not events, so only the judge decides here. At most one."""
+    from memory.services.dedup_window import similar_active
+
+    if inp.kind != MemoryKind.EVENT or inp.scope != MemoryScope.USER:
+        return []
+    near = similar_active(inp.org, inp.user_id, MemoryKind.FACT, MemoryScope.USER, inp.conversation_id, None,
+                          inp.content, vector, model_id)
+    # Read as the state it leaves behind (a fact): labelled events that change a state are few in the
+    # judge's data, and its kind feature reads "event" as "coexists" (P(replaces) 0.04 for the example
+    # above as an event, 0.99 as a fact); events that change nothing still read as another attribute.
+    picked = _likeliest_replaced(inp, [_Near(m.id, m.content, m.kind, sim) for m, sim in near], newer_kind="fact")
+    if picked is None or picked[0] < float(settings.MEMORY_LEARNED_REPLACE["min"]):
+        return []
+    return [m for m, _ in near if m.id == picked[1].id]
+
+
+@dataclass(frozen=True)
+class _Near:
+    id: int
+    content: str
+    kind: str
+    full: float
+
+
+def _likeliest_replaced(inp, existing: list, newer_kind: str | None = None) -> tuple[float, object] | None:
+    """(P(replaces), memory) of the likeliest among the closest MEMORY_LEARNED_REPLACE["judged"] by stored
+    cosine (each is encoded and judged: bounded work per write), or None."""
+    from memory.learn.judge import judge_pairs
+    from memory.learn.pair_features import PairInput
+
+    conf = settings.MEMORY_LEARNED_REPLACE
+    if not conf.get("enabled", True) or not existing:
+        return None
+    closest = sorted(existing, key=lambda e: -e.full)[: int(conf.get("judged", 8))]
+    verdicts = judge_pairs([PairInput(e.content, inp.content, e.kind, newer_kind or inp.kind) for e in closest])
+    scored = [(float(v.proba.get("supersede", 0.0)), e) for e, v in zip(closest, verdicts) if v.reason == "model"]
+    return max(scored, key=lambda pair: pair[0]) if scored else None
+
+
+def _another_thing(decision) -> bool:
+    """The rules read another thing or person (1号 vs 2号, Caroline vs Melanie): never the same memory."""
+    f = getattr(decision, "features", None)
+    return bool(f and (f.ident_conflict or f.speaker_differs))
 
 
 def other_attribute(decision) -> bool:

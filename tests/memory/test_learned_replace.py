@@ -1,0 +1,58 @@
+"""The learned judge's replaces in the write path (D25, MEMORY_LEARNED_REPLACE): a change told in words
+the subject rules do not read as one (no cue they list, the old value only implied) replaces the old
+statement; a look-alike about another person stays beside it; with the setting off the rules alone decide."""
+import pytest
+
+from memory.models import Memory
+from tests.conversations.api_helpers import create_conversation
+
+pytestmark = pytest.mark.django_db
+
+# (older, newer, a word of the new value). The second is told as an event: the event replaces the state.
+CHANGES = [
+    ("我每天早上跑步五公里。", "膝盖不太行了，现在早上改游泳了，一次一千米。", "游泳"),
+    ("Our staging server runs on Ubuntu 20.04.", "We finally upgraded staging to Ubuntu 24.04 last week.", "24.04"),
+]
+
+
+def say(api, conv, content, at):
+    response = api.post(f"/api/v1/conversations/{conv['id']}/messages",
+                        {"role": "user", "content": content, "occurred_at": at}, format="json")
+    assert response.status_code == 201, response.content
+
+
+def active() -> list[Memory]:
+    """The user's active memories other than episodes (what recall serves as standing)."""
+    return list(Memory.objects.filter(status="active", scope="user").exclude(kind="episode"))
+
+
+def tell(api, older, newer) -> Memory:
+    """Says both, a month apart; the older statement's memory."""
+    conv = create_conversation(api)
+    say(api, conv, older, "2026-03-02T09:00:00+08:00")
+    [old] = active()
+    say(api, conv, newer, "2026-04-12T09:00:00+08:00")
+    old.refresh_from_db()
+    return old
+
+
+@pytest.mark.parametrize("older,newer,value", CHANGES)
+def test_a_change_the_rules_do_not_read_replaces_the_old_statement(api, older, newer, value):
+    old = tell(api, older, newer)
+    assert old.status == "superseded"
+    [new] = active()
+    assert value in new.content and old.superseded_by_id == new.id
+
+
+@pytest.mark.parametrize("older,newer,value", CHANGES)
+def test_with_the_learned_replace_off_the_rules_leave_both(api, settings, older, newer, value):
+    settings.MEMORY_LEARNED_REPLACE = {**settings.MEMORY_LEARNED_REPLACE, "enabled": False}
+    assert tell(api, older, newer).status == "active"
+    assert len(active()) == 2
+
+
+@pytest.mark.parametrize("older,newer", [("我儿子对花生过敏。", "我女儿对芒果过敏。"),
+                                         ("I had a coffee with Anna at the station.", "I had a coffee with Bob at the station.")])
+def test_a_look_alike_about_another_person_stays(api, older, newer):
+    assert tell(api, older, newer).status == "active"
+    assert len(active()) == 2
