@@ -16,7 +16,7 @@ from memory.recall.entity_focus import entity_focus
 from memory.recall.lineage import Lineage, episode_lineage
 from memory.recall.query import RecallItem, RecallQuery, RecallResult, keyword_text
 from memory.recall.query_vectors import start_query_vectors
-from memory.recall.ranking import choose_distinct, confident_seed, keyword_relevance, rank, served_parts
+from memory.recall.ranking import choose_distinct, confident_seed, keyword_relevance, keyword_trust, rank, served_parts
 from memory.recall.rerank import enabled as second_look_enabled
 from memory.recall.rerank import neighbour_candidates, second_look
 from memory.recall.snapshot import Candidate
@@ -155,8 +155,16 @@ class RecallRun:
             self._semantic_of[key] = raw_semantic
         keyword = keyword_relevance(self.keyword_raw, self.kept, self.keyword_mass)
         semantic = minmax(raw_semantic) if settings.RECALL_NORMALIZE_SEMANTIC else raw_semantic
+        share = keyword_trust(raw_semantic, keyword, self._same_evidence)
         return rank(self.q, self.kept, semantic=semantic, keyword=keyword, links=self.links, raw_semantic=raw_semantic,
-                    lineage=self.lineage, bonus=bonus, static=self._static, focus=self.focus)
+                    lineage=self.lineage, bonus=bonus, static=self._static, focus=self.focus, keyword_share=share)
+
+    def _same_evidence(self, a: int, b: int) -> bool:
+        """One text, or one source turn (a memory and the episode of the turn it came from)."""
+        if self.kept[a].content_hash == self.kept[b].content_hash:
+            return True
+        turns = lambda m: {s["message_id"] for s in self.sources.get(m, ()) if s["message_id"]}  # noqa: E731
+        return bool(turns(a) & turns(b))
 
     def rerank(self, ranked: list[tuple[int, float, dict]]) -> list[tuple[int, float, dict]]:
         if not second_look_enabled(self.q.query) or not confident_seed(

@@ -14,6 +14,12 @@ cosine is the one signal every query has. The others earn their weight per query
   RECALL_CONFIDENCE["second_look_margin"].
 - Priors (recency, importance, access) are scaled by RECALL_CONFIDENCE["prior_scale"]
   (`static_parts` below), so they break near-ties.
+- When the two signals disagree, the confident one decides (`keyword_trust`): the embedder's top
+  candidate leads the next different piece of evidence by a clear raw cosine margin, keyword search
+  puts other memories first, and its best score is shared by several of them (one common word that
+  says what the user's memories are about, not which one answers). Then keyword evidence loses
+  weight by how sure the embedder is and how little the keyword top stands alone, so the order falls
+  back towards the embedder's. A keyword top that stands alone (a rare name, a code) keeps its weight.
 """
 import math
 
@@ -39,6 +45,28 @@ def keyword_relevance(keyword_raw: dict[int, float], ids, mass: float) -> dict[i
         scale = max(top, mass)
         return {m: keyword_raw.get(m, 0.0) / scale for m in ids}
     return {m: keyword_raw.get(m, 0.0) / top for m in ids}
+
+
+def keyword_trust(raw_cosines: dict[int, float], keyword: dict[int, float], same_evidence) -> float:
+    """The share of the keyword fusion weight this query keeps (module docstring), in [0, 1].
+    `same_evidence(a, b)`: a and b say the same thing (one text, or one source turn), so b is no
+    runner-up of a's."""
+    lo, hi = settings.RECALL_CONFIDENCE.get("semantic_lead", (0.0, 0.0))
+    if hi <= lo or len(raw_cosines) < 2:
+        return 1.0
+    ordered = sorted(raw_cosines, key=lambda m: (-raw_cosines[m], m))
+    top = ordered[0]
+    runner_up = next((raw_cosines[m] for m in ordered[1:] if not same_evidence(top, m)), None)
+    if runner_up is None:
+        return 1.0
+    semantic_sure = min(1.0, max(0.0, (raw_cosines[top] - runner_up - lo) / (hi - lo)))
+    best = sorted(keyword.values(), reverse=True)[:2]
+    if not semantic_sure or not best or best[0] <= 0:
+        return 1.0
+    if keyword.get(top, 0.0) >= settings.RECALL_CONFIDENCE.get("keyword_agree", 0.5) * best[0]:
+        return 1.0  # the signals agree on the embedder's top
+    keyword_alone = 1.0 - (best[1] / best[0] if len(best) > 1 else 0.0)
+    return 1.0 - semantic_sure * (1.0 - keyword_alone)
 
 
 def confident_seed(raw_cosines: dict[int, float], seeds: int, corpus_size: int, limit: int) -> bool:
@@ -93,11 +121,13 @@ def static_parts(q: RecallQuery, memory: Candidate, links: list[int], state: str
 def rank(q: RecallQuery, kept: dict[int, Candidate], *, semantic: dict[int, float], keyword: dict[int, float],
          links: dict[int, list[int]], raw_semantic: dict[int, float], lineage: dict[int, Lineage] | None = None,
          bonus: dict[int, float] | None = None, static: dict[int, dict] | None = None,
-         focus: EntityFocus | None = None) -> list[tuple[int, float, dict]]:
+         focus: EntityFocus | None = None, keyword_share: float = 1.0) -> list[tuple[int, float, dict]]:
     """Every candidate's score and its parts, best first; weak matches (under the relevance floor)
     left out. `static`: the recall's cache of `static_parts` per candidate (filled here), so a second
-    round only adds the relevance and the bonus."""
+    round only adds the relevance and the bonus. `keyword_share`: of the keyword fusion weight
+    (`keyword_trust`)."""
     w_sem, w_kw = fusion_weights(q.query)
+    w_kw *= keyword_share
     lineage = lineage or {}
     static = {} if static is None else static
     floor = settings.RECALL_MIN_RELEVANCE

@@ -4,7 +4,7 @@ import pytest
 
 from memory.recall.keyword import TermIndex
 from memory.recall.query import is_conversation, keyword_text, shape
-from memory.recall.ranking import confident_seed, keyword_relevance
+from memory.recall.ranking import confident_seed, keyword_relevance, keyword_trust
 from tests.memory.test_recall import recall, remember
 
 
@@ -39,6 +39,22 @@ def test_a_partial_keyword_match_of_a_long_query_weighs_less_than_a_full_one(set
     settings.RECALL_CONFIDENCE = {**settings.RECALL_CONFIDENCE, "keyword_norm": "top"}
     assert keyword_relevance(raw, [1, 2], mass=20.0) == {1: 1.0, 2: 0.5}
     assert keyword_relevance({}, [1], mass=3.0) == {}
+
+
+def test_keyword_evidence_yields_to_a_sure_embedder_only_when_it_is_shared(settings):
+    settings.RECALL_CONFIDENCE = {**settings.RECALL_CONFIDENCE, "semantic_lead": [0.05, 0.15], "keyword_agree": 0.5}
+    distinct = lambda a, b: False  # noqa: E731
+    cosines = {1: 0.51, 2: 0.29, 3: 0.27, 4: 0.25}  # the embedder's top leads by 0.22
+    shared = {2: 1.0, 3: 0.98, 4: 0.95}  # one common word: several memories reach the keyword top
+    assert keyword_trust(cosines, shared, distinct) == pytest.approx(0.02)
+    assert keyword_trust(cosines, {2: 1.0, 3: 0.2}, distinct) == pytest.approx(0.8)  # a keyword top that stands alone
+    assert keyword_trust(cosines, {1: 0.9, 2: 1.0, 3: 1.0}, distinct) == 1.0  # the signals agree
+    assert keyword_trust({1: 0.51, 2: 0.49, 3: 0.2}, shared, distinct) == 1.0  # no clear semantic lead
+    assert keyword_trust(cosines, {}, distinct) == 1.0
+    # The runner-up is the next different piece of evidence: the top's own episode does not count.
+    assert keyword_trust({1: 0.51, 5: 0.50, 2: 0.29}, shared, lambda a, b: {a, b} == {1, 5}) < 0.1
+    settings.RECALL_CONFIDENCE = {**settings.RECALL_CONFIDENCE, "semantic_lead": [0.0, 0.0]}
+    assert keyword_trust(cosines, shared, distinct) == 1.0  # off
 
 
 def test_the_second_look_needs_a_pool_and_a_leading_seed(settings):
