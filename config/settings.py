@@ -232,8 +232,9 @@ MEMORY_THRESHOLDS = env.json("MEMORY_THRESHOLDS", default={})
 # no other value and no change announced, is a restatement: a duplicate (memory/services/subject_tier.py, D25).
 MEMORY_RESTATEMENT_MIN = env.float("MEMORY_RESTATEMENT_MIN", default=0.9)
 # The learned judge's replaces where the subject rules left a pair side by side (subject_tier.py, D25):
-# P(replaces) >= min supersedes the likeliest older memory; >= conflict makes a possible conflict.
-MEMORY_LEARNED_REPLACE = env.json("MEMORY_LEARNED_REPLACE", default={"enabled": True, "min": 0.8, "conflict": 0.6, "judged": 8})
+# P(replaces) >= min supersedes the likeliest older memory; >= conflict makes a possible conflict (none at 0.9/0.9:
+# on bench.changes report2 (crowd) 0.9 replaces 12 of 40 changes, 1 of 20 other attributes, 3 wrong targets; docs/evaluation.md).
+MEMORY_LEARNED_REPLACE = env.json("MEMORY_LEARNED_REPLACE", default={"enabled": True, "min": 0.9, "conflict": 0.9, "judged": 8})
 TASK_MEMORY_TTL_HOURS = env.int("TASK_MEMORY_TTL_HOURS", default=24)
 # Pending extraction (Message.extracted_at NULL, set in the message's own transaction) older than this is
 # queued again (extracted in place with eager tasks) by the sweep; 600 s while the default queue has a backlog.
