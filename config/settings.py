@@ -228,13 +228,17 @@ VECTOR_CONSUMER_STALL_SECONDS = env.float("VECTOR_CONSUMER_STALL_SECONDS", defau
 SEMANTIC_DEDUP_WINDOW = env.int("SEMANTIC_DEDUP_WINDOW", default=500)
 # Per-model similarity thresholds override, JSON: {"use-multilingual-v3": {"duplicate": 0.8, ...}}.
 MEMORY_THRESHOLDS = env.json("MEMORY_THRESHOLDS", default={})
-# The learned judge's P(same subject) from which a same-kind pair the subject rules leave side by side, with
-# no other value and no change announced, is a restatement: a duplicate (memory/services/subject_tier.py, D25).
-MEMORY_RESTATEMENT_MIN = env.float("MEMORY_RESTATEMENT_MIN", default=0.9)
+# The learned judge's P(duplicate) from which (and above its P(replaces)) a same-kind pair the subject rules
+# leave side by side, with no other value and no change announced, is a restatement: a duplicate
+# (memory/services/subject_tier.py, D25). 0.5: the judge's own trained duplicate band.
+MEMORY_RESTATEMENT_MIN = env.float("MEMORY_RESTATEMENT_MIN", default=0.5)
 # The learned judge's replaces where the subject rules left a pair side by side (subject_tier.py, D25):
 # P(replaces) >= min supersedes the likeliest older memory; >= conflict makes a possible conflict (none at 0.9/0.9:
-# on bench.changes report2 (crowd) 0.9 replaces 12 of 40 changes, 1 of 20 other attributes, 3 wrong targets; docs/evaluation.md).
-MEMORY_LEARNED_REPLACE = env.json("MEMORY_LEARNED_REPLACE", default={"enabled": True, "min": 0.9, "conflict": 0.9, "judged": 8})
+# on bench.changes report2 (crowd) 0.9 replaces 11 of 40 changes, 1 of 20 other attributes, 2 wrong targets; docs/evaluation.md).
+# `needs_change_word`: only a statement with a change word or a negation (memory/subjects/current.may_say_change)
+# replaces: another attribute of one person ("李大爷养了一只鹦鹉" / "李大爷是退休的木匠") reads P 0.99 to the model.
+MEMORY_LEARNED_REPLACE = env.json("MEMORY_LEARNED_REPLACE", default={
+    "enabled": True, "min": 0.9, "conflict": 0.9, "judged": 8, "needs_change_word": True})
 TASK_MEMORY_TTL_HOURS = env.int("TASK_MEMORY_TTL_HOURS", default=24)
 # Pending extraction (Message.extracted_at NULL, set in the message's own transaction) older than this is
 # queued again (extracted in place with eager tasks) by the sweep; 600 s while the default queue has a backlog.

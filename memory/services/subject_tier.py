@@ -53,9 +53,11 @@ def _restatements(inp, existing: list, decisions: dict[int, object]) -> dict[int
     # The judge's own guards run first (another identifier or speaker is never the same memory).
     verdicts = judge_pairs([PairInput(e.content, inp.content, e.kind, inp.kind) for e in open_pairs])
     for e, verdict in zip(open_pairs, verdicts):
-        same = float(verdict.proba.get("duplicate", 0.0) + verdict.proba.get("supersede", 0.0))
-        # Same subject by the model, no other value and no change announced: the same statement again.
-        if verdict.reason == "model" and same >= settings.MEMORY_RESTATEMENT_MIN:
+        # The model's duplicate alone: P(duplicate + replaces) also held another attribute of one person
+        # ("楼下的李大爷养了一只鹦鹉" / "楼下李大爷是退休的木匠": replaces 0.99, duplicate 0.01).
+        same = float(verdict.proba.get("duplicate", 0.0))
+        if verdict.reason == "model" and same >= settings.MEMORY_RESTATEMENT_MIN and \
+                same > float(verdict.proba.get("supersede", 0.0)):
             decisions[e.id] = replace(decisions[e.id], action="duplicate", score=same)
     return decisions
 
@@ -84,6 +86,8 @@ def _learned_replaces(inp, existing: list, decisions: dict[int, object]) -> dict
 
     if any(d.action in ("supersede", "duplicate") for d in decisions.values()):
         return decisions  # the rules found what the statement replaces or restates
+    if settings.MEMORY_LEARNED_REPLACE.get("needs_change_word", False) and not _may_say_change(inp.content):
+        return decisions
     picked = _likeliest_replaced(inp, [e for e in existing if e.id in decisions
                                        and decisions[e.id].action in ("coexist", "conflict")
                                        and not _another_thing(decisions[e.id])])
@@ -138,6 +142,12 @@ def _likeliest_replaced(inp, existing: list, newer_kind: str | None = None) -> t
     verdicts = judge_pairs([PairInput(e.content, inp.content, e.kind, newer_kind or inp.kind) for e in closest])
     scored = [(float(v.proba.get("supersede", 0.0)), e) for e, v in zip(closest, verdicts) if v.reason == "model"]
     return max(scored, key=lambda pair: pair[0]) if scored else None
+
+
+def _may_say_change(text: str) -> bool:
+    from memory.subjects.current import may_say_change
+
+    return may_say_change(text)
 
 
 def _another_thing(decision) -> bool:
