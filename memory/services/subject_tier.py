@@ -138,7 +138,8 @@ def _likeliest_replaced(inp, existing: list, newer_kind: str | None = None) -> t
     conf = settings.MEMORY_LEARNED_REPLACE
     if not conf.get("enabled", True) or not existing:
         return None
-    closest = sorted(existing, key=lambda e: -e.full)[: int(conf.get("judged", 8))]
+    floor = float(conf.get("min_cosine", 0.0))
+    closest = sorted((e for e in existing if e.full >= floor), key=lambda e: -e.full)[: int(conf.get("judged", 8))]
     verdicts = judge_pairs([PairInput(e.content, inp.content, e.kind, newer_kind or inp.kind) for e in closest])
     scored = [(float(v.proba.get("supersede", 0.0)), e) for e, v in zip(closest, verdicts) if v.reason == "model"]
     return max(scored, key=lambda pair: pair[0]) if scored else None

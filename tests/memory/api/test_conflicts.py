@@ -20,6 +20,8 @@ def conflict(api, settings):
 
     # A wide uncertain band, so the pair below is a possible conflict whatever its exact score.
     settings.MEMORY_THRESHOLDS = {active_embedder().model_id: {"subject_same": 0.99, "subject_conflict": 0.01}}
+    # The rules' uncertain band is what is tested: the learned judge, sure of this change, would replace (D29).
+    settings.MEMORY_LEARNED_REPLACE = {**settings.MEMORY_LEARNED_REPLACE, "enabled": False}
     older = remember(api, "I prefer Hilton hotels on business trips.")
     newer = remember(api, "Book Marriott hotels from now on.")
     return MemoryConflict.objects.get(older_id=older, newer_id=newer)
