@@ -21,6 +21,12 @@ def say(api, conv, content, at):
     assert response.status_code == 201, response.content
 
 
+@pytest.fixture(autouse=True)
+def learned_replace_on(settings):
+    """Off by default (D29: LoCoMo); what is tested here is the mechanism when an operator turns it on."""
+    settings.MEMORY_LEARNED_REPLACE = {**settings.MEMORY_LEARNED_REPLACE, "enabled": True}
+
+
 def active() -> list[Memory]:
     """The user's active memories other than episodes (what recall serves as standing)."""
     return list(Memory.objects.filter(status="active", scope="user").exclude(kind="episode"))
