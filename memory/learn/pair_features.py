@@ -169,7 +169,7 @@ def _scalars(p: PairInput, cos_raw: list[float], cos_masked: list[float], cos_cr
     return out
 
 
-# The vector features, in blocks each reduced by its own trained projection (judge_train.VECTOR_BLOCKS):
+# The vector features, in blocks each reduced by its own trained projection (judge_train.N_COMPONENTS):
 # the pair's interactions (|a−b| and a⊙b, raw and masked: 4 widths of the first model), then the newer
 # statement itself (raw and masked: 2 widths), which reads as a change, an addition or an event in any
 # domain's words.

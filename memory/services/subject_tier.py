@@ -3,8 +3,6 @@ standing candidate duplicates, supersedes or may conflict with. Called inside me
 transaction, with the user's write lock held."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from django.conf import settings
 
 from memory.choices import SUBJECT_KINDS, MemoryKind, MemoryScope
@@ -84,9 +82,12 @@ def _learned_replaces(inp, existing: list, decisions: dict[int, object]) -> dict
     ["conflict"], a pair the rules left side by side becomes a possible conflict (both kept, reviewed)."""
     from dataclasses import replace
 
-    if any(d.action in ("supersede", "duplicate") for d in decisions.values()):
-        return decisions  # the rules found what the statement replaces or restates
-    if settings.MEMORY_LEARNED_REPLACE.get("needs_change_word", False) and not _may_say_change(inp.content):
+    from memory.subjects.current import may_say_change
+
+    conf = settings.MEMORY_LEARNED_REPLACE
+    if not conf.get("enabled", True) or any(d.action in ("supersede", "duplicate") for d in decisions.values()):
+        return decisions  # off, or the rules found what the statement replaces or restates
+    if conf.get("needs_change_word", False) and not may_say_change(inp.content):
         return decisions
     picked = _likeliest_replaced(inp, [e for e in existing if e.id in decisions
                                        and decisions[e.id].action in ("coexist", "conflict")
@@ -94,9 +95,9 @@ def _learned_replaces(inp, existing: list, decisions: dict[int, object]) -> dict
     if picked is None:
         return decisions
     p, e = picked
-    if p >= float(settings.MEMORY_LEARNED_REPLACE["min"]):
+    if p >= float(conf["min"]):
         decisions[e.id] = replace(decisions[e.id], action="supersede", score=p)
-    elif p >= float(settings.MEMORY_LEARNED_REPLACE["conflict"]) and decisions[e.id].action == "coexist":
+    elif p >= float(conf["conflict"]) and decisions[e.id].action == "coexist":
         decisions[e.id] = replace(decisions[e.id], action="conflict", score=p)
     return decisions
 
@@ -107,26 +108,21 @@ def event_replaces(inp, vector, model_id: str) -> list:
     it changes, and the event, dated, is then what holds. Events never replace events (the judge's guard);
     the subject rules read statements, not events, so only the judge decides here. At most one."""
     from memory.services.dedup_window import similar_active
+    from memory.subjects import Existing
 
-    if inp.kind != MemoryKind.EVENT or inp.scope != MemoryScope.USER:
+    conf = settings.MEMORY_LEARNED_REPLACE
+    if not conf.get("enabled", True) or inp.kind != MemoryKind.EVENT or inp.scope != MemoryScope.USER:
         return []
     near = similar_active(inp.org, inp.user_id, MemoryKind.FACT, MemoryScope.USER, inp.conversation_id, None,
                           inp.content, vector, model_id)
     # Read as the state it leaves behind (a fact): labelled events that change a state are few in the
     # judge's data, and its kind feature reads "event" as "coexists" (P(replaces) 0.04 for the example
     # above as an event, 0.99 as a fact); events that change nothing still read as another attribute.
-    picked = _likeliest_replaced(inp, [_Near(m.id, m.content, m.kind, sim) for m, sim in near], newer_kind="fact")
-    if picked is None or picked[0] < float(settings.MEMORY_LEARNED_REPLACE["min"]):
+    picked = _likeliest_replaced(inp, [Existing(id=m.id, content=m.content, kind=m.kind, slot_key=m.slot_key, full=sim)
+                                       for m, sim in near], newer_kind="fact")
+    if picked is None or picked[0] < float(conf["min"]):
         return []
     return [m for m, _ in near if m.id == picked[1].id]
-
-
-@dataclass(frozen=True)
-class _Near:
-    id: int
-    content: str
-    kind: str
-    full: float
 
 
 def _likeliest_replaced(inp, existing: list, newer_kind: str | None = None) -> tuple[float, object] | None:
@@ -136,19 +132,13 @@ def _likeliest_replaced(inp, existing: list, newer_kind: str | None = None) -> t
     from memory.learn.pair_features import PairInput
 
     conf = settings.MEMORY_LEARNED_REPLACE
-    if not conf.get("enabled", True) or not existing:
+    if not existing:
         return None
     floor = float(conf.get("min_cosine", 0.0))
     closest = sorted((e for e in existing if e.full >= floor), key=lambda e: -e.full)[: int(conf.get("judged", 8))]
     verdicts = judge_pairs([PairInput(e.content, inp.content, e.kind, newer_kind or inp.kind) for e in closest])
     scored = [(float(v.proba.get("supersede", 0.0)), e) for e, v in zip(closest, verdicts) if v.reason == "model"]
     return max(scored, key=lambda pair: pair[0]) if scored else None
-
-
-def _may_say_change(text: str) -> bool:
-    from memory.subjects.current import may_say_change
-
-    return may_say_change(text)
 
 
 def _another_thing(decision) -> bool:
