@@ -13,7 +13,7 @@ import functools
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from common.text import split_sentences, tokenize
 from conversations.tokens import count_message_tokens, count_tokens, truncate_to_tokens
@@ -22,6 +22,7 @@ __all__ = [
     "WindowMessage",
     "WindowPlan",
     "WindowResult",
+    "WindowUnit",
     "message_tokens",
     "normalize_tool_call",
     "select_window",
@@ -82,6 +83,15 @@ class WindowResult:
     tokens: int = 0  # sum of message_tokens over included
     orphaned_ids: list[int] = field(default_factory=list)  # tool results whose call is not in the input
     unanswered_call_ids: list[str] = field(default_factory=list)  # calls stripped: no result in the input
+
+
+class WindowUnit(NamedTuple):
+    """A message, or an assistant message with the tool results answering its calls (all in or all
+    out), as it goes into the window."""
+
+    messages: list[WindowMessage]  # prepared (a cut tool result, unanswered calls stripped), chronological
+    tokens: int  # sum of message_tokens over them
+    cut_ids: list[int]  # ids of the tool results that were cut
 
 
 def message_tokens(message: WindowMessage) -> int:
@@ -290,11 +300,11 @@ class WindowPlan:
         self.query = query
         self.tool_result_max_tokens = tool_result_max_tokens
         self._plan = _plan_units(messages)
-        self._prepared: list[tuple[list[WindowMessage], int, list[int]]] = []  # newest first
+        self._prepared: list[WindowUnit] = []  # newest first
         # Prepared units by their messages (object identity: the plans hold them, so no id is reused),
         # shared with the plans made by after(): a unit of the same messages is prepared the same in
         # both, since the results answering its calls travel in the unit.
-        self._by_messages: dict[tuple[int, ...], tuple[list[WindowMessage], int, list[int]]] = {}
+        self._by_messages: dict[tuple[int, ...], WindowUnit] = {}
 
     def __len__(self) -> int:
         return len(self._plan.units)
@@ -307,7 +317,7 @@ class WindowPlan:
         later._by_messages = self._by_messages
         return later
 
-    def _unit(self, i: int) -> tuple[list[WindowMessage], int, list[int]]:
+    def _unit(self, i: int) -> WindowUnit:
         while len(self._prepared) <= i:
             unit = self._plan.units[len(self._plan.units) - 1 - len(self._prepared)]
             key = tuple(id(self.messages[j]) for j in unit)
@@ -315,15 +325,15 @@ class WindowPlan:
             if entry is None:
                 prepared = [_prepare(self.messages, j, plan=self._plan, query=self.query,
                                      tool_result_max_tokens=self.tool_result_max_tokens) for j in unit]
-                entry = ([m for m, _ in prepared], sum(message_tokens(m) for m, _ in prepared),
-                         [m.id for m, cut in prepared if cut])
+                entry = WindowUnit([m for m, _ in prepared], sum(message_tokens(m) for m, _ in prepared),
+                                   [m.id for m, cut in prepared if cut])
                 self._by_messages[key] = entry
             self._prepared.append(entry)
         return self._prepared[i]
 
     def cost(self, i: int) -> int:
         """Tokens of the i-th newest unit (0 = the newest)."""
-        return self._unit(i)[1]
+        return self._unit(i).tokens
 
     def fitting(self, budget: int) -> int:
         """How many of the newest units fit ``budget`` together (contiguous: never skip one)."""
@@ -333,9 +343,15 @@ class WindowPlan:
             n += 1
         return n
 
+    def priced(self, budget: int) -> list[WindowUnit]:
+        """The newest units, newest first, prepared and priced until together they pass ``budget``: every
+        unit a window within ``budget`` can hold, and the first one it cannot."""
+        n = self.fitting(budget)
+        return [self._unit(i) for i in range(min(n + 1, len(self)))]
+
     def newest(self, n: int) -> list[WindowMessage]:
         """The messages (prepared, chronological) of the ``n`` newest units."""
-        return [m for i in range(n - 1, -1, -1) for m in self._unit(i)[0]]
+        return [m for i in range(n - 1, -1, -1) for m in self._unit(i).messages]
 
     def newest_dropped_seq(self, n: int) -> int:
         """The seq of the newest message left out when the window is the ``n`` newest units (0: none)."""
@@ -351,9 +367,9 @@ class WindowPlan:
             if (i, call_id) not in self._plan.answered
         ]
         units = [self._unit(i) for i in range(n)]
-        result.included = [m for unit, _, _ in reversed(units) for m in unit]
-        result.tokens = sum(cost for _, cost, _ in units)
-        result.truncated_ids = sorted(i for _, _, cut in units for i in cut)
+        result.included = [m for unit in reversed(units) for m in unit.messages]
+        result.tokens = sum(unit.tokens for unit in units)
+        result.truncated_ids = sorted(i for unit in units for i in unit.cut_ids)
         result.dropped = [self.messages[i] for unit in self._plan.units[: len(self) - n] for i in unit]
         return result
 

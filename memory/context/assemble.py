@@ -15,10 +15,9 @@ from django.conf import settings
 from conversations.context_view import conversation_context
 from memory.cache import standing_memories
 from memory.choices import MemoryKind, MemoryScope
-from memory.context.evidence import evidence_units
 from memory.context.placement import Candidates, place, shares_of, shrink, window_ids_beside_memory
 from memory.context.render import render
-from memory.context.request import ContextRequest, ContextResult, fixed_cost
+from memory.context.request import ContextRequest, ContextResult, priced_inputs
 from memory.context.sections import Lines, memory_sections, task_lines
 from memory.recall.pipeline import recall
 from memory.recall.query import RecallItem, RecallQuery
@@ -32,34 +31,31 @@ def assemble_context(req: ContextRequest) -> ContextResult:
     timings: dict[str, float] = {}
     clock = _Clock(timings)
     budget = min(req.budget or settings.CONTEXT_DEFAULT_BUDGET, settings.MAX_CONTEXT_BUDGET)
-    fixed = fixed_cost(req, budget)  # raises for a system prompt over the budget, before any encode
-    # The message is embedded on the encoder threads while the window and its token counts are
-    # assembled below; recall takes the vectors when it needs them.
+    # The message is embedded on the encoder threads while everything up to recall is read and priced;
+    # recall takes the vectors when it needs them. A request refused below leaves its encode unused.
     pending = None if req.recent_only or not req.message.strip() else start_query_vectors(req.message, active_embedder())
-    room = budget - fixed.tokens
-    shares = shares_of(req.section_budgets, room)
-    evidence = evidence_units(req.evidence, max_passage_tokens=settings.CONTEXT_EVIDENCE_MAX_TOKENS)
+    inputs = priced_inputs(req, budget)  # raises for a system prompt over the budget
+    room = budget - inputs.tokens
     clock.lap("prepare")
-    view = conversation_context(conversation=req.conversation, at=req.at)  # what context needs of it
-    plan = view.window(query=req.message, tool_result_max_tokens=settings.CONTEXT_TOOL_RESULT_MAX_TOKENS)
+    conversation = conversation_context(conversation=req.conversation, at=req.at, query=req.message,
+                                        tool_result_max_tokens=settings.CONTEXT_TOOL_RESULT_MAX_TOKENS, room=room)
     clock.lap("window")
-    states = view.task_states()
-    clock.lap("task_state")
-    candidates = Candidates(evidence, task_lines(states), Lines(), Lines(), Lines())
-    in_window = window_ids_beside_memory(candidates, shares, room, plan, recent_only=req.recent_only)
+    shares = shares_of(req.section_budgets, room)
+    candidates = Candidates(inputs.evidence, task_lines(conversation.task_states), Lines(), Lines(), Lines())
+    in_window = window_ids_beside_memory(candidates, shares, room, conversation.newest, recent_only=req.recent_only)
     clock.lap("window")
     items, degraded = _recall_items(req, in_window, pending)
     clock.lap("recall")
     candidates.preferences, candidates.memories, candidates.episodes = memory_sections(items)
-    placement = place(view, candidates, shares, room, plan)
+    placement = place(conversation, candidates, shares, room)
     clock.lap("placement")
-    sections, out, total = render(candidates, placement, fixed)
+    sections, out, total = render(candidates, placement, inputs)
     while total > budget and shrink(placement):  # hard cap
-        sections, out, total = render(candidates, placement, fixed)
+        sections, out, total = render(candidates, placement, inputs)
     clock.lap("render")
     clock.stop()
     return ContextResult(sections=sections, messages=out, total_tokens=total, budget=budget, recall_degraded=degraded,
-                         message_truncated=fixed.truncated, timings_ms=timings)
+                         message_truncated=inputs.truncated, timings_ms=timings)
 
 
 def _recall_items(req: ContextRequest, exclude_message_ids: set[int],

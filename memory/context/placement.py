@@ -8,7 +8,7 @@ from django.conf import settings
 
 from conversations.context_view import ConversationContext
 from conversations.tokens import count_message_tokens
-from conversations.window import WindowMessage, WindowPlan
+from conversations.window import WindowMessage, WindowPlan, WindowUnit
 from memory.context.budget import Part, Stream, allocate
 from memory.context.evidence import EVIDENCE_HEADER, EvidenceUnits
 from memory.context.sections import EPISODE_HEADER, MEMORY_HEADER, TASK_HEADER, Lines, Section, frame
@@ -61,10 +61,10 @@ def _parts(c: Candidates, shares: dict[str, int], plan: WindowPlan, summary_cost
     return {p.name: p for p in parts}, stream
 
 
-def place(view: ConversationContext, c: Candidates, shares: dict[str, int], room: int, plan: WindowPlan) -> Placement:
+def place(conversation: ConversationContext, c: Candidates, shares: dict[str, int], room: int) -> Placement:
     """Allocate without a summary; when older messages are then dropped, reserve the summary's share,
     summarise what falls out, and allocate again over the messages the summary does not cover."""
-    messages = plan.messages
+    plan = conversation.window
     parts, stream = _parts(c, shares, plan, 0)
     allocate(list(parts.values()), room)
     unsummarised = Placement(parts, plan, stream)
@@ -72,26 +72,20 @@ def place(view: ConversationContext, c: Candidates, shares: dict[str, int], room
         return unsummarised
     trial, trial_stream = _parts(c, shares, plan, shares["summary"])
     allocate(list(trial.values()), room)
-    last_dropped = plan.newest_dropped_seq(trial_stream.cursor)
-    header_room = shares["summary"] - frame("Summary of the earlier conversation (messages 1-000000):")
-    if not last_dropped or header_room <= 0:
-        return unsummarised
     # The summary rolls a few messages ahead so later turns reuse it, but never into the messages
     # recent's own share holds: recent messages outrank the summary.
-    protected = plan.newest(trial["recent"].reserved)
-    row, reused = view.summary(last_dropped_seq=last_dropped, budget=header_room,
-                              before_seq=protected[0].seq if protected else None)
-    if row is None or not row.text:
+    rolled = conversation.summary(placed=trial_stream.cursor, kept=trial["recent"].reserved,
+                                  budget=shares["summary"] - frame("Summary of the earlier conversation (messages 1-000000):"))
+    if rolled is None:
         return unsummarised
+    row = rolled.row
     summary = Section("summary", text=f"Summary of the earlier conversation (messages 1-{row.covers_until_seq}):\n{row.text}",
-                      included=[{"summary_id": row.id, "covers_until_seq": row.covers_until_seq, "reused": reused}])
-    later = plan.after(row.covers_until_seq)
-    parts, stream = _parts(c, shares, later, count_message_tokens({"role": "system", "content": summary.text}))
+                      included=[{"summary_id": row.id, "covers_until_seq": row.covers_until_seq, "reused": rolled.reused}])
+    parts, stream = _parts(c, shares, rolled.later, count_message_tokens({"role": "system", "content": summary.text}))
     allocate(list(parts.values()), room)
     if not parts["summary"].taken:  # it was made to fit its share, so this should not happen
         return unsummarised
-    return Placement(parts, later, stream, summary=summary,
-                     summarised=[m for m in messages if m.seq <= row.covers_until_seq])
+    return Placement(parts, rolled.later, stream, summary=summary, summarised=rolled.summarised)
 
 
 def shrink(p: Placement) -> bool:
@@ -113,12 +107,15 @@ def shrink(p: Placement) -> bool:
     return False
 
 
-def window_ids_beside_memory(c: Candidates, shares: dict[str, int], room: int, plan: WindowPlan, *,
+def window_ids_beside_memory(c: Candidates, shares: dict[str, int], room: int, newest: list[WindowUnit], *,
                              recent_only: bool) -> set[int]:
     """Messages that will (about) be in the window, so recall does not repeat them as episodes: the
-    window's room once evidence, task state and the memory sections' shares are taken."""
+    newest units (priced up to the room) that fit the window's room once evidence, task state and the
+    memory sections' shares are taken."""
     reserved = sum(c.evidence.costs) + sum(c.tasks.costs)
     if not recent_only:
         reserved += shares["preferences"] + shares["memories"] + shares["episodes"]
     reserved += shares["summary"]
-    return {m.id for m in plan.newest(plan.fitting(max(shares["recent"], room - reserved)))}
+    window = Part("recent", max(shares["recent"], room - reserved), stream=Stream(len(newest), lambda i: newest[i].tokens))
+    allocate([window], window.share)
+    return {m.id for i in window.taken for m in newest[i].messages}

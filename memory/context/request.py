@@ -1,12 +1,15 @@
-"""A context request, its answer, and what it costs before any section: the system prompt (with the
-tool schemas) and the new message, never cut silently."""
+"""A context request, its answer, and what the caller brings, priced once: the evidence passages, and
+what the request costs before any section (the system prompt with the tool schemas, and the new
+message, never cut silently)."""
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.conf import settings
+
 from conversations.models import Conversation
 from conversations.tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS, count_message_tokens, count_tokens, truncate_to_tokens
-from memory.context.evidence import Evidence
+from memory.context.evidence import Evidence, EvidenceUnits, evidence_units
 from memory.context.sections import Section
 from tenancy.models import Org
 
@@ -47,18 +50,22 @@ class ContextResult:
 
 
 @dataclass
-class Fixed:
+class Inputs:
+    """What the caller brings, priced once."""
     system: dict | None
     message: dict
     truncated: bool
-    tokens: int  # both messages and the reply priming
+    tokens: int  # the fixed cost: both messages and the reply priming
     system_tokens: int
     message_tokens: int
+    evidence: EvidenceUnits  # placed later by its share, like any section
 
 
-def fixed_cost(req: ContextRequest, budget: int) -> Fixed:
-    """System prompt and new message: never cut silently. A system prompt that leaves no room for
+def priced_inputs(req: ContextRequest, budget: int) -> Inputs:
+    """The evidence passages, each cut to the passage cap and placed later by its share like any section;
+    and the system prompt and new message, never cut silently: a system prompt that leaves no room for
     the message frame is refused; a message that does not fit beside it is cut and flagged."""
+    evidence = evidence_units(req.evidence, max_passage_tokens=settings.CONTEXT_EVIDENCE_MAX_TOKENS)
     text = req.system or ""
     if req.tools:
         text += "\nTools:\n" + json.dumps(req.tools, ensure_ascii=False, separators=(",", ":"))
@@ -81,5 +88,5 @@ def fixed_cost(req: ContextRequest, budget: int) -> Fixed:
         message_tokens = count_message_tokens(message)
         tokens = REPLY_PRIMING_TOKENS + system_tokens + message_tokens
     # Rendering reports both counts per section: kept here so they are counted once.
-    return Fixed(system=system, message=message, truncated=truncated, tokens=tokens,
-                 system_tokens=system_tokens, message_tokens=message_tokens)
+    return Inputs(system=system, message=message, truncated=truncated, tokens=tokens,
+                  system_tokens=system_tokens, message_tokens=message_tokens, evidence=evidence)

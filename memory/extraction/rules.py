@@ -132,7 +132,8 @@ class RuleExtractor(Extractor):
         if lex.long_term.search(s) and len(clauses) > 1 and any(closed_class(c) == "task" for c in clauses):
             # "这次先按A，以后都按B": two instructions with different lifetimes, one per clause.
             return [self._task(c, lex, at, explicit) if closed_class(c) == "task"
-                    else self._statement("preference", c, lex, at, find_times(c, at, lex.lang), None, [], explicit)
+                    else self._statement("preference", c, lex, at, find_times(c, at, lex.lang), change=None, old_values=[],
+                                         explicit=explicit)
                     for c in clauses]
         if reading.label == "task" and (reading.closed or not lex.long_term.search(s)):
             return [self._task(s, lex, at, explicit)]
@@ -147,7 +148,7 @@ class RuleExtractor(Extractor):
         if kind == "preference":
             if change == "migration":
                 change = "update"  # a changed preference replaces the old one; nothing moved
-            return [self._statement("preference", s, lex, at, times, change, old_values, explicit)]
+            return [self._statement("preference", s, lex, at, times, change=change, old_values=old_values, explicit=explicit)]
         if future and not past and change != "correction" and not reported and not onset(s, lex.lang) \
                 and not lex.first_person.search(s):
             # "下周二上午给2号收割机做保养": an arrangement of the task at hand, not a memory of the user.
@@ -160,7 +161,8 @@ class RuleExtractor(Extractor):
             when = next((t for t in past if t.grain in _PRECISE_GRAINS), past[0] if past else None)
             # "老王上个月走了，现在是小李带技术": what happened, and the state it leaves, which may
             # replace a standing memory on its subject (the event itself never replaces anything).
-            state = self._now_state(s, lex, at, times, change, old_values, explicit) if lex.now_time.search(s) else []
+            state = (self._now_state(s, lex, at, times, change=change, old_values=old_values, explicit=explicit)
+                     if lex.now_time.search(s) else [])
             return [self._event(s, lex, at, when, explicit, change=change)] + state
         if change != "correction" and len(re.split(r"[，,；;]", s)) > 1:
             # "小马上个月离职了，嘉兴仓现在是郑丽在对接": what happened, then what holds now; the
@@ -168,7 +170,7 @@ class RuleExtractor(Extractor):
             now_fact = self._clause_fact(s, lex, at, times, old_values, explicit)
             if now_fact:
                 return now_fact
-        return [self._statement("fact", s, lex, at, times, change, old_values, explicit)]
+        return [self._statement("fact", s, lex, at, times, change=change, old_values=old_values, explicit=explicit)]
 
     @staticmethod
     def _kind(s: str, lex: Lexicon, label: str, change: str | None, times: list[TimeRef]) -> str:
@@ -235,14 +237,15 @@ class RuleExtractor(Extractor):
                                   change="update", old_values=old_values, explicit=explicit)]
         return []
 
-    def _now_state(self, s: str, lex: Lexicon, at: datetime, times: list[TimeRef], change: str | None,
+    def _now_state(self, s: str, lex: Lexicon, at: datetime, times: list[TimeRef], *, change: str | None,
                    old_values: list[str], explicit: bool) -> list[Statement]:
         """The state an event leaves, said to hold now ("老王上个月走了，现在是小李带技术", "Karen left, and I
         report to Dev now"): the event's words again, as a fact that only replaces: the write path stores
         it when the subject judge finds the standing memory it updates."""
         if lex.opinion.search(s) or _DEMONSTRATIVE.match(s):
             return []
-        st = self._statement("fact", s, lex, at, times, change or "update", old_values, explicit)
+        st = self._statement("fact", s, lex, at, times, change=change or "update", old_values=old_values,
+                                 explicit=explicit)
         st.replaces_only = True
         return [st]
 
@@ -268,8 +271,8 @@ class RuleExtractor(Extractor):
         return Statement(kind="context", content=lex.finish(s), scope="task", slot=slot,
                          slot_key=slot.key("context") if slot else None, valid_to=valid_to, explicit=explicit)
 
-    def _statement(self, kind: str, s: str, lex: Lexicon, at: datetime, times: list[TimeRef], change: str | None,
-                   old_values: list[str], explicit: bool) -> Statement:
+    def _statement(self, kind: str, s: str, lex: Lexicon, at: datetime, times: list[TimeRef], *,
+                   change: str | None, old_values: list[str], explicit: bool) -> Statement:
         slot = lex.slot(s, kind)
         # A preference's "未来两周 / next month" is a rolling window, not a date: keep its words.
         # A fact's bare weekday recurs ("例会改到周三下午了"); its dated words become dates.

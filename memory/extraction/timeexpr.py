@@ -76,7 +76,7 @@ def _cn_int(text: str) -> int | None:
     return _CN_DIGITS.get(text)
 
 
-def _make(ref: datetime, at: datetime, grain: str, m: re.Match[str], lang: str, absolute: bool = False,
+def _make(ref: datetime, at: datetime, grain: str, m: re.Match[str], lang: str, *, absolute: bool = False,
           had_year: bool = True) -> TimeRef:
     label: str | None = None
     if not absolute:

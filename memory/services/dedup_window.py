@@ -33,8 +33,8 @@ def _is_cjk(content: str) -> bool:
     return is_cjk(content)
 
 
-def similar_active(org: Org, user_id: str, kind: str, scope: str, conversation_id: int | None, slot_key: str | None,
-                   content: str, vector: np.ndarray, model_id: str) -> list[tuple[NearMemory, float]]:
+def similar_active(org: Org, user_id: str, content: str, vector: np.ndarray, model_id: str, *, kind: str, scope: str,
+                   conversation_id: int | None, slot_key: str | None) -> list[tuple[NearMemory, float]]:
     """Active memories of the same user, kind and scope, scored by cosine: every one with the same
     slot key plus the most recent SEMANTIC_DEDUP_WINDOW others (bounded work per write)."""
     # A standing statement is compared with every standing memory: "提醒我的时候用短信" (fact) and

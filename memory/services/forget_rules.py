@@ -25,7 +25,7 @@ def forget_rules_for(org: Org, user_id: str) -> list[tuple]:
     return list(rules.values_list("id", "since", "request_id", "fingerprint", "embedding", "embedding_model"))
 
 
-def forget_rule_matches(org: Org, user_id: str, content: str, digest: str, vector: np.ndarray, model_id: str,
+def forget_rule_matches(org: Org, user_id: str, content: str, digest: str, vector: np.ndarray, model_id: str, *,
                         rules: list[tuple] | None = None) -> list[tuple]:
     """(rule id, the time it dates from, request id) of every forget rule this candidate matches. `rules`: the
     user's rules when the caller read them once for several candidates."""

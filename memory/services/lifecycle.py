@@ -1,4 +1,4 @@
-"""Expiry and eviction (DESIGN §9): beat jobs that invalidate, never silently drop.
+"""Access statistics, expiry and eviction (DESIGN §9): beat jobs that invalidate, never silently drop.
 
 Value score of a standing memory, used for eviction above a user's capacity:
 
@@ -16,7 +16,7 @@ import math
 from datetime import datetime
 
 from django.conf import settings
-from django.db.models import Count
+from django.db.models import Count, F
 from django.utils import timezone
 
 from memory.choices import MemoryKind, MemoryStatus
@@ -25,6 +25,15 @@ from memory.services.memories import memory_invalidate
 from tenancy.models import Org
 
 logger = logging.getLogger(__name__)
+
+
+def memory_touch(*, memory_ids: list[int], at: datetime | None = None) -> int:
+    """Access statistics (what the value score below reads): atomic increments, no read-modify-write
+    race between concurrent recalls."""
+    if not memory_ids:
+        return 0
+    return Memory.objects.filter(id__in=memory_ids).update(access_count=F("access_count") + 1,
+                                                           last_accessed_at=at or timezone.now())
 
 
 def value_score(memory: Memory, now: datetime) -> float:

@@ -219,8 +219,8 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
             if existing is not None:
                 _touch_duplicate(existing, inp)
                 return WriteOutcome("duplicate", existing, similarity=1.0)
-        similar = (similar_active(inp.org, inp.user_id, inp.kind, inp.scope, inp.conversation_id, inp.slot_key,
-                                  inp.content, vector, embedder.model_id)
+        similar = (similar_active(inp.org, inp.user_id, inp.content, vector, embedder.model_id, kind=inp.kind,
+                                  scope=inp.scope, conversation_id=inp.conversation_id, slot_key=inp.slot_key)
                    if dedup and inp.kind != MemoryKind.EPISODE else [])
         duplicate = _semantic_duplicate(inp, similar, limits.duplicate)
         if duplicate is not None:
@@ -393,11 +393,3 @@ def memory_invalidate(*, memory_id: int, reason: str, actor: str, actor_kind: st
                      target_type="memory", target_id=str(memory.id), detail={"reason": reason[:50], "version": memory.version})
         sync_after_commit([(memory.id, memory.version)], memory.org_id, memory.user_id)
     return memory
-
-
-def memory_touch(*, memory_ids: list[int], at: datetime | None = None) -> int:
-    """Access statistics: atomic increments, no read-modify-write race between concurrent recalls."""
-    if not memory_ids:
-        return 0
-    return Memory.objects.filter(id__in=memory_ids).update(access_count=F("access_count") + 1,
-                                                           last_accessed_at=at or timezone.now())

@@ -113,8 +113,8 @@ def event_replaces(inp, vector, model_id: str) -> list:
     conf = settings.MEMORY_LEARNED_REPLACE
     if not conf.get("enabled", True) or inp.kind != MemoryKind.EVENT or inp.scope != MemoryScope.USER:
         return []
-    near = similar_active(inp.org, inp.user_id, MemoryKind.FACT, MemoryScope.USER, inp.conversation_id, None,
-                          inp.content, vector, model_id)
+    near = similar_active(inp.org, inp.user_id, inp.content, vector, model_id, kind=MemoryKind.FACT, scope=MemoryScope.USER,
+                          conversation_id=inp.conversation_id, slot_key=None)
     # Read as the state it leaves behind (a fact): labelled events that change a state are few in the
     # judge's data, and its kind feature reads "event" as "coexists" (P(replaces) 0.04 for the example
     # above as an event, 0.99 as a fact); events that change nothing still read as another attribute.

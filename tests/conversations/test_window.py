@@ -348,6 +348,20 @@ def test_window_plan_grows_one_unit_at_a_time_like_select_window():
         assert plan.newest_dropped_seq(n) == max((m.seq for m in expected.dropped), default=0)
 
 
+def test_priced_units_are_every_unit_a_window_within_the_budget_holds_and_the_next():
+    messages = [WindowMessage(i, "user", FILLER, seq=i) for i in range(1, 4)] + \
+        [dataclass_copy(m, seq=10 + m.id) for m in _tool_conversation()]
+    for budget in (0, 30, 200, 400, 10_000):
+        plan = WindowPlan(messages, query="最贵", tool_result_max_tokens=100)
+        units = plan.priced(budget)
+        n = plan.fitting(budget)
+        assert len(units) == min(n + 1, len(plan))  # the one that ends the window is priced too
+        assert [u.tokens for u in units] == [plan.cost(i) for i in range(len(units))]
+        assert [m for u in reversed(units[:n]) for m in u.messages] == plan.newest(n)
+        assert sum(u.tokens for u in units[:n]) <= budget
+        assert n == len(plan) or sum(u.tokens for u in units) > budget
+
+
 @hypothesis_settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages=_conversations(), cut=st.integers(min_value=0, max_value=40), query=st.sampled_from(["", "东区维修棚"]))
 def test_plan_after_a_seq_is_the_plan_of_the_later_messages(messages, cut, query):
