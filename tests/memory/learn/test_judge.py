@@ -52,6 +52,17 @@ def test_a_duplicate_in_other_words_is_a_duplicate():
     assert action("我不吃香菜", "香菜我是一口都不碰的，点菜的时候记着点", "preference", "preference").action == "duplicate"
 
 
+def test_the_model_reads_statements_without_their_speaker_label():
+    """A transcript line's speaker label is the guards' (another speaker is never the same memory);
+    the model reads one speaker's two statements as it reads them unlabelled, so a shared label does
+    not make two remarks one subject."""
+    older, newer = "Pottery is a huge part of my life.", "Started when I was young and it's been great."
+    labelled = action(f"Melanie: {older}", f"Melanie: {newer}")
+    plain = action(older, newer)
+    assert labelled.proba == pytest.approx(plain.proba)
+    assert action(f"Caroline: {older}", f"Melanie: {newer}").reason == "another thing or person"
+
+
 def test_the_judge_computes_its_own_features():
     """The caller's cosine only picks which memories are judged; it never changes a decision."""
     old = "我不吃香菜"
