@@ -190,6 +190,8 @@ class PartIndex:
                     if part not in self.type_words:
                         index.setdefault(part, set()).add(eid)
                         self._value_holders.setdefault(part, set()).add(eid)
+        self._index = index
+        self._by_type = by_type
         self._automaton = _automaton(index)
         self._type_automaton = _automaton({w: {0} for w in self.type_words})
 
@@ -200,6 +202,24 @@ class PartIndex:
         for start, end, word, _ids in _hits(self._type_automaton, text):
             out.append((word, self.type_words[word], *norm.original_span(start, end)))
         return out
+
+    def hits(self, text: str) -> list[tuple[int, str, tuple[int, ...]]]:
+        """(start in the normalised text, part, entity ids) for each name or value part named in `text`."""
+        return [(start, part, ids) for start, _end, part, ids in _hits(self._automaton, text)]
+
+    def holders(self, text: str, limit: int) -> set[int]:
+        """Entities with a part of a name, an alias or an attribute value that occurs in `text`, and for each
+        learnt type label in it ("叉车" of every forklift) every entity of that type; a part held by more than
+        `limit` entities is skipped (it tells none apart)."""
+        found: set[int] = set()
+        for _start, _end, _part, ids in _hits(self._automaton, text):
+            if len(ids) <= limit:
+                found.update(ids)
+        for _start, _end, word, _ids in _hits(self._type_automaton, text):
+            ids = self._by_type.get(self.type_words[word], ())
+            if len(ids) <= limit:
+                found.update(ids)
+        return found
 
     def value_holders(self, part: str) -> tuple[int, ...]:
         """Entities with `part` as a whole word of an attribute value ("reefer" of "40ft reefer")."""

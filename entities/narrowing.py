@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 _CODE_CHARS = frozenset("0123456789")
+_CJK = re.compile("[\u3400-\u9fff]")
 MAX_BRIDGE_ENTITIES = 500  # a named set larger than this is not walked for relations
 # Interrogative determiners (a closed class): "哪辆车", "哪台设备", "which vessel".
 _WHICH = re.compile(r"哪(?:辆|台|家|个|张|位|间|部|款|条|只|所|座|栋)|\bwhich\b", re.IGNORECASE)
@@ -131,6 +132,11 @@ def via_anchor(text: str, *, spans: Sequence[tuple[int, int]], anchors: Sequence
     masked = list(text)
     for start, end in spans:
         masked[start:end] = " " * (end - start)
+    if spans and _CJK.search(text):
+        # A Chinese modifier comes before its head: what stands before the named entity qualifies it ("南库电动叉车"),
+        # it is not a neighbour the text asks for.
+        first = min(start for start, _end in spans)
+        masked[:first] = " " * first
     rest = "".join(masked)
     named: list[set[int]] = [set(ids) for _value, ids in matcher.attribute_hits(rest)]
     part_ids, _parts = matcher.name_part_candidates(rest)

@@ -28,9 +28,11 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from dataclasses import dataclass, field
 
 from entities.matcher import EntityMatcher, EntityRef, Match, name_contains_any, normalize_key
+from entities.modifiers import foreign_modifiers
 from entities.narrowing import by_attributes_and_parts, follow_relations, via_anchor
 from entities.nearmiss import unknown_description
-from entities.typewords import DEMONSTRATIVES, Cue, category_words, known_word, text_cues
+from entities.qualifiers import by_related_words
+from entities.typewords import DEMONSTRATIVES, Cue, category_words, known_word, lexicon_word, text_cues
 from entities.windows import Gate, MentionEvidence, latest_turn, mention_step, turn_focus
 
 __all__ = ["MentionEvidence", "Resolution", "resolve"]
@@ -72,8 +74,37 @@ def resolve(
     if max_candidates is not None and max_candidates < 2:
         raise ValueError("max_candidates must be at least 2: one candidate is not an ambiguity")
     gate = Gate(entities, allowed, allowed_many)
+    resolution = _resolve(text, matcher=matcher, entities=entities, recent=recent, past=past, gate=gate,
+                          max_candidates=max_candidates)
+    # Look-alikes that a word of the text tells apart through their relations ("201的液相色谱仪": the one in the
+    # lab "201" names; entities/qualifiers.py).
+    if resolution.status == "ambiguous" and not resolution.truncated and hasattr(matcher, "part_hits") \
+            and (narrowed := by_related_words(text, resolution.candidates, matcher=matcher,
+                                              visible=gate.visible_list)) is not None:
+        kept, words = narrowed
+        return _decide(kept, resolution.evidence + [{"rule": "related_words", "words": words, "entity_ids": kept}],
+                       max_candidates)
+    return resolution
+
+
+def _resolve(text: str, *, matcher: EntityMatcher, entities: Mapping[int, EntityRef], recent: Mentions,
+             past: Mentions, gate: Gate, max_candidates: int | None) -> Resolution:
     matches = matcher.find(text, keep=gate.visible)
     cues = text_cues(text, matcher)
+    # "便携心电图机", "滨江史密斯架": a glued modifier the named entity does not carry means another entity, one that
+    # carries the modifier and the name's parts, or something unregistered (entities/modifiers.py).
+    displaced, qualifiers = foreign_modifiers(text, matches, matcher=matcher, skip=lexicon_word) \
+        if matches and hasattr(matcher, "part_holders") else ([], [])
+    if displaced or qualifiers:
+        dropped = {id(m) for d in displaced for m in d.matches} | {id(q) for q in qualifiers}
+        matches = [m for m in matches if id(m) not in dropped]
+    if displaced:
+        if not any(m.how in ("id", "name", "alias") for m in matches):
+            others = [i for i in gate.visible_list(sorted({i for d in displaced for i in d.others})) if i in entities]
+            step = {"rule": "foreign_modifier", "words": [d.modifier.word for d in displaced],
+                    "surfaces": [d.matches[0].surface for d in displaced], "entity_ids": others}
+            return _narrowed_decision(others, [step], cues, (("coreference", "coref", recent),
+                                                             ("long_term", "long_term", past)), gate, max_candidates)
     # A type word inside a matched surface is part of a name ("S780 联合收割机" is a model, its
     # "收割机" says nothing about the type the user means).
     # A lexicon word for a type this registry does not have ("车" → asset, where vehicles are "vehicle")

@@ -189,6 +189,11 @@ def _lexicon() -> frozenset[str]:
     return frozenset(words)
 
 
+def lexicon_word(word: str) -> bool:
+    """A type word, category word or generic noun of the lexicon."""
+    return normalize_key(word) in _lexicon()
+
+
 def known_word(matcher, word: str) -> bool:
     """A word of the lexicon, or one the registry's texts may hold (`EntityMatcher.knows`)."""
     return normalize_key(word) in _lexicon() or matcher.knows(word)
