@@ -20,7 +20,7 @@ from functools import lru_cache
 
 import ahocorasick
 
-from entities.partial import type_words
+from entities.partial import skeleton, type_words
 from entities.surface import EntityRef, inside_token, normalize, normalize_key
 from entities.typenouns import kinds_of_type
 
@@ -151,9 +151,11 @@ class PartIndex:
         by_type: dict[str, set[int]] = {}
         type_of: dict[int, str] = {}
         refs = list(refs)
+        surfaces: dict[int, tuple[str, ...]] = {}
         for ref in refs:
             by_type.setdefault(ref.type, set()).add(ref.id)
             type_of[ref.id] = ref.type
+            surfaces[ref.id] = (ref.name, *ref.aliases)
             for surface in (ref.name, *ref.aliases):
                 for part in name_parts(surface):
                     index.setdefault(part, set()).add(ref.id)
@@ -171,6 +173,9 @@ class PartIndex:
             if len(types) == 1 and len(ids) >= 2 and ids == by_type[next(iter(types))] and not is_qualifier(part):
                 self.type_words[part] = next(iter(types))
                 del index[part]
+        # ... and so is a head every name of a type ends with, however the segmenter cut the names ("叉车" of
+        # 林德电动叉车01 / 丰田前移式叉车, found inside "电动叉车"); a shared modifier ("烘干" of 烘干一号塔 / 1号烘干机) is not.
+        before = {part: len(ids) for part, ids in index.items()}
         # A Chinese part names every entity whose name holds it, however the segmenter cut that name: "液相" of
         # 老液相 is in 液相色谱仪2号 too (one automaton pass over the names, not a scan per part).
         cjk = _automaton({part: {0} for part in index if _CJK.search(part)})
@@ -180,6 +185,14 @@ class PartIndex:
                     key = normalize_key(surface)
                     for last, (length, _ids) in cjk.iter(key):
                         index[key[last - length + 1:last + 1]].add(ref.id)
+        for part, ids in list(index.items()):
+            types = {type_of[i] for i in ids}
+            if len(types) != 1 or len(ids) < 2 or before.get(part) == len(ids) or is_qualifier(part):
+                continue
+            type_ = next(iter(types))
+            if ids == by_type[type_] and all(any(skeleton(sf).endswith(part) for sf in surfaces[i]) for i in ids):
+                self.type_words[part] = type_
+                del index[part]
         self.name_keys = frozenset(index)
         # Parts of attribute values name their entities the same way ("吸唾管" of item 吸唾管堵塞, "shrimp" of
         # cargo frozen shrimp): a description is read by its words, a code whole (AttributeIndex).

@@ -123,3 +123,70 @@ def foreign_modifiers(text: str, matches: list, *, matcher, skip: Callable[[str]
         slot.matches.append(m)
         qualifiers.extend(q for q in before if q not in qualifiers)
     return list(out.values()), qualifiers
+
+
+_EN_WORD = re.compile(r"([A-Za-z][A-Za-z0-9\-]*)('s|’s)?\s+$")
+_CJK_POSSESSED = re.compile("[楼层栋区室库房厅]$")
+
+
+def modifier_chain(text: str, start: int, *, skip: Callable[[str], bool]) -> list[Modifier]:
+    """The words that modify the head starting at `start`: Chinese nominal words glued before it (and a place word
+    before "的": "四楼的制氧机"), English capitalised words and possessors ("the Guangzhou printer", "Derek's
+    laptop ticket"). Words `skip` accepts (the lexicon's) are read past, not returned."""
+    out: list[Modifier] = []
+    at = start
+    for _ in range(4):
+        modifier = glued_modifier(text, at)
+        if modifier is None and at >= 3 and text[at - 1] == "的" and not out:
+            place = glued_modifier(text, at - 1)
+            if place is not None and _CJK_POSSESSED.search(place.word):
+                modifier = Modifier(place.word, place.start, at, True)
+        if modifier is None:
+            break
+        if not skip(modifier.word):
+            out.append(modifier)
+        at = modifier.start
+    if out or _CJK_CHAR.search(text[start:start + 1]):
+        return out
+    while True:  # English: "the Guangzhou printer", "Derek's laptop ticket"
+        found = _EN_WORD.search(text[:at])
+        if found is None:
+            break
+        word, possessive = found.group(1), found.group(2)
+        # A capital opening the sentence says nothing ("Which", "The Shenzhen ..."), nor does a lower-case word.
+        opening = not text[:found.start(1)].strip() or text[:found.start(1)].rstrip()[-1] in ".!?;:,\"'("
+        if not skip(word) and not possessive and (not word[0].isupper() or opening):
+            break
+        if not skip(word):
+            out.append(Modifier(word, found.start(1), at, True))
+        at = found.start()
+    return out
+
+
+def unsupported(text: str, heads: Iterable[tuple[int, int, bool]], candidates: list[int], *, matcher,
+                skip: Callable[[str], bool]) -> tuple[list[int], list[str]] | None:
+    """The candidates that carry every modifier of the heads (own texts or a neighbour's), and the words read;
+    a head found as a name part (`owned`) must be the candidates' own when it has modifiers.
+    None when no head has a modifier that some candidate does not carry. A modifier no candidate carries leaves
+    none: the text names something else."""
+    attributes = getattr(matcher, "attributes", {}) or {}
+    kept, words = list(candidates), []
+    for start, end, owned in sorted(set(heads)):
+        # A verb by the dictionary's tags modifies when the registry uses it in its names or values ("防爆" of a
+        # 防爆电动叉车): jieba tags such attributives as verbs; a verb the registry never uses acts on the head.
+        chain = [m for m in modifier_chain(text, start, skip=skip)
+                 if m.nominal or (hasattr(matcher, "knows") and matcher.knows(m.word))]
+        if chain and owned:
+            # A name part modified is the head of the phrase: what is meant carries it itself ("the Shenzhen
+            # ThinkPad" is a ThinkPad, not the Shenzhen office its ThinkPad belongs to).
+            head = normalize_key(text[start:end])
+            owning = [c for c in kept if (ref := matcher.get(c)) is not None
+                      and any(head in t for t in entity_texts(ref, attributes.get(c)))]
+            if owning and len(owning) != len(kept):
+                kept, words = owning, words + [text[start:end]]
+        for modifier in chain:
+            carrying = [c for c in kept if carries(modifier.word, c, get=matcher.get, attributes=attributes,
+                                                   neighbours=matcher.neighbours)]
+            if len(carrying) != len(kept):
+                kept, words = carrying, words + [modifier.word]
+    return (kept, words) if words else None

@@ -28,7 +28,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from dataclasses import dataclass, field
 
 from entities.matcher import EntityMatcher, EntityRef, Match, name_contains_any, normalize_key
-from entities.modifiers import foreign_modifiers
+from entities.modifiers import foreign_modifiers, unsupported
 from entities.narrowing import by_attributes_and_parts, follow_relations, via_anchor
 from entities.nearmiss import unknown_description
 from entities.qualifiers import by_related_words
@@ -74,8 +74,19 @@ def resolve(
     if max_candidates is not None and max_candidates < 2:
         raise ValueError("max_candidates must be at least 2: one candidate is not an ambiguity")
     gate = Gate(entities, allowed, allowed_many)
+    cues = text_cues(text, matcher)
     resolution = _resolve(text, matcher=matcher, entities=entities, recent=recent, past=past, gate=gate,
-                          max_candidates=max_candidates)
+                          max_candidates=max_candidates, cues=cues)
+    if resolution.status != "none" and not resolution.truncated and hasattr(matcher, "part_holders") \
+            and not any(step.get("rule") in _NAMED_RULES for step in resolution.evidence):
+        # "防爆电动叉车", "四楼的制氧机", "the Guangzhou printer": the words modifying the head the candidates were
+        # found by must be theirs (or their neighbours'); a word none of them carries names something else.
+        checked = unsupported(text, _heads(text, cues, resolution.evidence), resolution.candidates
+                              or [resolution.entity_id], matcher=matcher, skip=lexicon_word)
+        if checked is not None:
+            kept, words = checked
+            resolution = _decide(kept, resolution.evidence + [{"rule": "modifiers", "words": words, "entity_ids": kept}],
+                                 max_candidates)
     # Look-alikes that a word of the text tells apart through their relations ("201的液相色谱仪": the one in the
     # lab "201" names; entities/qualifiers.py).
     if resolution.status == "ambiguous" and not resolution.truncated and hasattr(matcher, "part_hits") \
@@ -88,9 +99,8 @@ def resolve(
 
 
 def _resolve(text: str, *, matcher: EntityMatcher, entities: Mapping[int, EntityRef], recent: Mentions,
-             past: Mentions, gate: Gate, max_candidates: int | None) -> Resolution:
+             past: Mentions, gate: Gate, max_candidates: int | None, cues: list[Cue]) -> Resolution:
     matches = matcher.find(text, keep=gate.visible)
-    cues = text_cues(text, matcher)
     # "便携心电图机", "滨江史密斯架": a glued modifier the named entity does not carry means another entity, one that
     # carries the modifier and the name's parts, or something unregistered (entities/modifiers.py).
     displaced, qualifiers = foreign_modifiers(text, matches, matcher=matcher, skip=lexicon_word) \
@@ -293,6 +303,26 @@ def _resolve(text: str, *, matcher: EntityMatcher, entities: Mapping[int, Entity
     if part_ids and (resolution := narrow(require_values=False)) is not None:
         return resolution
     return Resolution(status="none", evidence=evidence)
+
+
+# Steps that read a registered name or id whole (its own words are its own), or a pointer into the window.
+_NAMED_RULES = frozenset({"explicit_id", "name_alias", "foreign_modifier", "coreference", "long_term"})
+
+
+def _heads(text: str, cues: list[Cue], evidence: list[dict]) -> list[tuple[int, int, bool]]:
+    """Where the words the candidates were found by stand: unqualified type words, partial names and name parts
+    (these flagged: the candidates carry them in their own texts)."""
+    heads = [(c.start, c.end, False) for c in cues if c.kind == "type" and not c.qualified]
+    folded = text.casefold()
+    folded = folded if len(folded) == len(text) else text  # offsets must stay the caller's
+    for step in evidence:
+        words = step.get("surfaces", []) if step.get("rule") == "partial_name" else \
+            step.get("parts", []) if step.get("rule") == "attributes_parts" else []
+        for word in words:
+            at = folded.find(word.casefold())
+            if at >= 0:
+                heads.append((at, at + len(word), True))
+    return heads
 
 
 def _narrowed_decision(ids: list[int], evidence: list[dict], cues: list[Cue], windows, gate: Gate,

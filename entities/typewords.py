@@ -163,13 +163,19 @@ def scan(text: str) -> list[Cue]:
 def text_cues(text: str, matcher) -> list[Cue]:
     """The lexicon's cues, the registry's own type words, and generic nouns mapped onto the registry's types
     ("哪辆车" → `vehicle`, "那家店" → `branch`; entities/typenouns.py)."""
-    cues = scan(text)
+    cues = [c for c in scan(text) if not (c.kind == "coref" and c.word == "该" and not _determiner_gai(text, c.end, matcher))]
     cues += [Cue(kind="long_term", word="that", start=m.start(), end=m.start() + 4) for m in _THAT.finditer(text)]
     if hasattr(matcher, "registry_type_cues"):  # the registry's own types are type words too
         known = {(c.start, c.end, c.type) for c in cues if c.kind == "type"}
         # "5号冷柜": a learnt label attached to a number names one specific entity, as a lexicon word does.
-        cues += [Cue(kind="type", word=word, start=start, end=end, type=type_, qualified=qualified_span(text, start, end))
-                 for word, type_, start, end in matcher.registry_type_cues(text) if (start, end, type_) not in known]
+        registry = [Cue(kind="type", word=word, start=start, end=end, type=type_, qualified=qualified_span(text, start, end))
+                    for word, type_, start, end in matcher.registry_type_cues(text)]
+        # A lexicon word inside a longer word the registry uses for one of its types ("车" of "叉车", every
+        # forklift's label) is that word's ending, not a word of its own for another type.
+        cues = [c for c in cues if c.kind != "type" or not any(
+            r.start <= c.start and c.end <= r.end and r.end - r.start > c.end - c.start and r.type != c.type
+            for r in registry)]
+        cues += [r for r in registry if (r.start, r.end, r.type) not in known]
     if hasattr(matcher, "types_of_kind"):
         known = {(c.start, c.end, c.type) for c in cues if c.kind == "type"}
         # ... or heading a compound whose modifier the registry knows ("水产供应商": 水产 is a category of suppliers);
@@ -179,6 +185,19 @@ def text_cues(text: str, matcher) -> list[Cue]:
                                                        and known_word(matcher, text[c.start - 2:c.start])))
                  for type_ in matcher.types_of_kind(c.noun_kind) if (c.start, c.end, type_) not in known]
     return cues
+
+
+def _determiner_gai(text: str, end: int, matcher) -> bool:
+    """"该" points back ("该设备", "该工单", "该 SK-16") only before a word the lexicon or the registry knows;
+    before anything else it is the modal "should" ("液压油该换了")."""
+    rest = normalize_key(text[end:end + 4]).lstrip()
+    if not rest:
+        return False
+    if rest[0].isascii():
+        return rest[0].isalnum()
+    if any(rest[:n] in _lexicon() for n in range(1, len(rest) + 1)):
+        return True
+    return hasattr(matcher, "knows") and matcher.knows(rest[:2])
 
 
 @lru_cache(maxsize=1)
