@@ -84,6 +84,8 @@ def name_parts(surface: str) -> frozenset[str]:
 
 # How people address or refer to a person by surname: "王工", "张总", "老李", "小陈", "刘老师".
 _TITLES = ("工", "总", "老师", "经理", "师傅", "医生", "大夫", "主任", "姐", "哥", "先生", "女士", "阿姨", "叔")
+# Kinship titles said after a surname ("王奶奶") or, for a three-character name, after the given name ("桂芳奶奶").
+_KIN = ("奶奶", "爷爷", "大爷", "大妈", "婆婆", "伯伯", "叔叔", "阿姨")
 _PERSON_NAME = re.compile("^[\u3400-\u9fff]{2,4}$")
 
 
@@ -95,9 +97,10 @@ def person_forms(name: str) -> set[str]:
     if not _PERSON_NAME.match(key):
         return set()
     surname = key[0]
-    forms = {surname + t for t in _TITLES} | {"老" + surname, "小" + surname}
+    forms = {surname + t for t in (*_TITLES, *_KIN)} | {"老" + surname, "小" + surname}
     if len(key) == 3:
         forms.add(key[:2])
+        forms.update(key[1:] + t for t in _KIN)
     return forms - {key}
 
 

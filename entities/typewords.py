@@ -62,7 +62,7 @@ CATEGORIES: Mapping[str, tuple[str, tuple[str, ...]]] = {
 # Pronouns and deictics that refer to what was just discussed in this conversation.
 COREF_CUES: tuple[str, ...] = (
     "它", "它的", "它们", "这台", "这个", "这辆", "这部", "这款", "这张", "这份", "这件", "该",
-    "这家", "这位", "这单", "这间", "这条", "这只", "她的", "他的",
+    "这家", "这位", "这单", "这间", "这条", "这只", "她的", "他的", "她", "他",
     "it", "its", "this", "this one", "that one", "that machine", "the same one", "she", "her",
 )
 
@@ -94,6 +94,7 @@ NOT_PART_OF: Mapping[str, tuple[str, ...]] = {
     "它": ("其它",),
     "该": ("应该", "活该", "该不该"),
     "他的": ("其他的",),
+    "他": ("其他", "吉他", "他人"),
     "机器": ("机器学习",),
     "this": ("this time",),
 }
