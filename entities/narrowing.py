@@ -92,9 +92,31 @@ def _bridged(ordered, matcher, visible) -> set[int]:
         # Values bridge values: a name part shared by many ("hall") is too loose to relate two named things.
         others = set(visible(sorted(set().union(*(set(o) for k, o in ordered if o is not ids and k == "value")))))
         related = {i for i in ids if any(other in others for other, _t, _d in matcher.neighbours(i))}
+        if not related:
+            # Two hops, through a visible entity that is itself small ("A栋的那张护理床": the bed in a room on the
+            # floor of wing A): a hub with many neighbours (a site of thousands of assets) bridges nothing.
+            related = {i for i in ids if _two_hops(i, others, matcher, visible)}
         if related:
             return set(visible(sorted(related)))
     return set()
+
+
+MAX_HUB_NEIGHBOURS = 50
+
+
+def related_to(entity: int, targets: set[int], matcher, visible) -> bool:
+    """`entity` is a neighbour of one of `targets`, or two hops away through a small visible entity."""
+    return any(other in targets for other, _t, _d in matcher.neighbours(entity)) \
+        or _two_hops(entity, targets, matcher, visible)
+
+
+def _two_hops(entity: int, targets: set[int], matcher, visible) -> bool:
+    middles = [other for other, _t, _d in matcher.neighbours(entity)]
+    for middle in visible(middles):
+        around = matcher.neighbours(middle)
+        if len(around) <= MAX_HUB_NEIGHBOURS and any(o in targets for o, _t, _d in around if o != entity):
+            return True
+    return False
 
 
 def follow_relations(anchors: Sequence[int], *, matcher, accepts: Callable[[int], bool],

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from entities.narrowing import related_to
 from entities.surface import normalize
 
 MAX_CANDIDATES = 50  # an ambiguity this wide is a kind, not a set of look-alikes to tell apart
@@ -49,7 +50,8 @@ def by_related_words(text: str, candidates: Sequence[int], *, matcher,
         if holders & among:
             continue
         seen = set(visible(sorted(holders)))
-        related = {c for c in among if any(n[0] in seen for n in matcher.neighbours(c))}
+        related = {c for c in among if any(n[0] in seen for n in matcher.neighbours(c))} \
+            or {c for c in among if related_to(c, seen, matcher, visible)}
         if related and related != among:
             kept &= related
             used.append(word)

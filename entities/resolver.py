@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from entities.matcher import EntityMatcher, EntityRef, Match, name_contains_any, normalize_key
 from entities.modifiers import foreign_modifiers, unsupported
-from entities.narrowing import by_attributes_and_parts, follow_relations, via_anchor
+from entities.narrowing import by_attributes_and_parts, follow_relations, related_to, via_anchor
 from entities.nearmiss import unknown_description
 from entities.qualifiers import by_related_words
 from entities.typewords import DEMONSTRATIVES, Cue, category_words, known_word, lexicon_word, text_cues
@@ -95,6 +95,16 @@ def resolve(
         kept, words = narrowed
         return _decide(kept, resolution.evidence + [{"rule": "related_words", "words": words, "entity_ids": kept}],
                        max_candidates)
+    # "她的护理床": a possessive pronoun's entity (the latest discussed) owns one of the look-alikes the text names.
+    possessive = next((c for c in cues if c.kind == "coref" and c.word in _POSSESSIVES), None)
+    if resolution.status == "ambiguous" and not resolution.truncated and possessive is not None \
+            and hasattr(matcher, "neighbours"):
+        owners, latest = latest_turn(recent() if callable(recent) else recent, gate,
+                                     lambda eid: eid in entities and eid not in resolution.candidates)
+        owned = [i for i in resolution.candidates if owners and related_to(i, set(owners), matcher, gate.visible_list)]
+        if owned and len(owned) < len(resolution.candidates) and latest is not None:
+            return _decide(owned, resolution.evidence + [mention_step("coreference", possessive, owners, latest),
+                                                         {"rule": "owned_by", "entity_ids": owned}], max_candidates)
     return resolution
 
 
@@ -304,6 +314,8 @@ def _resolve(text: str, *, matcher: EntityMatcher, entities: Mapping[int, Entity
         return resolution
     return Resolution(status="none", evidence=evidence)
 
+
+_POSSESSIVES = frozenset({"它的", "她的", "他的", "its", "her"})
 
 # Steps that read a registered name or id whole (its own words are its own), or a pointer into the window.
 _NAMED_RULES = frozenset({"explicit_id", "name_alias", "foreign_modifier", "coreference", "long_term"})
