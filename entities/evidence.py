@@ -34,6 +34,10 @@ _NUMBERED = re.compile(r"^(?:[0-9]+|[零〇一二三四五六七八九十百千�
 _CODE = re.compile(r"[a-z0-9]+(?:[\-·./#][a-z0-9]+)+|[a-z]*[0-9][a-z0-9]*")
 _CJK = re.compile("[\u3400-\u9fff]")
 _NUMBER_IN_TEXT = re.compile(r"(?<![0-9])(?:[0-9]+|[零〇一二三四五六七八九十百千两]+)号")
+# A pointer with its classifier and one character after it ("哪只桶", "那个罐子", "哪个罐里"): the character may be
+# the head of a learnt label, standing for its type; followed by another word character it is the start of a word.
+_POINTED_HEAD = re.compile("[那这哪该][辆台家个张位间部款条只所座栋件份单艘套批把块根架头]([\u3400-\u9fff]子?)"
+                           "(?:(?![\u3400-\u9fff])|(?=[里的上中内]))")
 _SEPARATORS = re.compile(r"[\s·\-_/#,，、()（）]+")
 
 
@@ -210,6 +214,15 @@ class PartIndex:
         self._by_type = by_type
         self._automaton = _automaton(index)
         self._type_automaton = _automaton({w: {0} for w in self.type_words})
+        self._heads = self.label_heads()
+
+    def label_heads(self) -> dict[str, frozenset[str]]:
+        """The last character of each learnt label ("罐" of 发酵罐, "桶" of 橡木桶) → the types it ends."""
+        heads: dict[str, set[str]] = {}
+        for word, type_ in self.type_words.items():
+            if len(word) >= 2 and _CJK.match(word[-1]):
+                heads.setdefault(word[-1], set()).add(type_)
+        return {ch: frozenset(types) for ch, types in heads.items()}
 
     def type_cues(self, text: str) -> list[tuple[str, str, int, int]]:
         """(word, type, start, end) for each learnt type label named in `text` (spans in the caller's text)."""
@@ -217,6 +230,9 @@ class PartIndex:
         out = []
         for start, end, word, _ids in _hits(self._type_automaton, text):
             out.append((word, self.type_words[word], *norm.original_span(start, end)))
+        for m in _POINTED_HEAD.finditer(norm.text):
+            for type_ in self._heads.get(m.group(1)[0], ()):
+                out.append((m.group(1), type_, *norm.original_span(m.start(1), m.end(1))))
         return out
 
     def hits(self, text: str) -> list[tuple[int, str, tuple[int, ...]]]:

@@ -127,6 +127,7 @@ def foreign_modifiers(text: str, matches: list, *, matcher, skip: Callable[[str]
 
 _EN_WORD = re.compile(r"([A-Za-z][A-Za-z0-9\-]*)('s|’s)?\s+$")
 _CJK_POSSESSED = re.compile("[楼层栋区室库房厅]$")
+_POINTER = re.compile("^[那这][辆台家个张位间部款条只所座栋件份单艘套批把块根架头]$")
 
 
 def modifier_chain(text: str, start: int, *, skip: Callable[[str], bool]) -> list[Modifier]:
@@ -135,6 +136,8 @@ def modifier_chain(text: str, start: int, *, skip: Callable[[str], bool]) -> lis
     laptop ticket"). Words `skip` accepts (the lexicon's) are read past, not returned."""
     out: list[Modifier] = []
     at = start
+    if _POINTER.match(text[max(0, at - 2):at]):
+        at -= 2  # "黑色那辆车", "东厂房那台 XR-30": the modifier stands before the pointer
     for _ in range(4):
         modifier = glued_modifier(text, at)
         if modifier is None and at >= 3 and text[at - 1] == "的" and not out:
@@ -184,9 +187,16 @@ def unsupported(text: str, heads: Iterable[tuple[int, int, bool]], candidates: l
                       and any(head in t for t in entity_texts(ref, attributes.get(c)))]
             if owning and len(owning) != len(kept):
                 kept, words = owning, words + [text[start:end]]
+        carrying = {m.word: [c for c in kept if carries(m.word, c, get=matcher.get, attributes=attributes,
+                                                         neighbours=matcher.neighbours)] for m in chain}
+        some_carried = any(carrying.values())
         for modifier in chain:
-            carrying = [c for c in kept if carries(modifier.word, c, get=matcher.get, attributes=attributes,
-                                                   neighbours=matcher.neighbours)]
-            if len(carrying) != len(kept):
-                kept, words = carrying, words + [modifier.word]
+            found = carrying[modifier.word]
+            # A word no candidate carries, beside one that some carry, is part of that word's phrase ("冷王机组那辆车":
+            # 机组 says what 冷王 is) unless the registry uses it elsewhere ("防爆电动叉车": 防爆 tells another apart).
+            if not found and some_carried and not (hasattr(matcher, "knows") and matcher.knows(modifier.word)):
+                continue
+            found = [c for c in kept if c in found]
+            if len(found) != len(kept):
+                kept, words = found, words + [modifier.word]
     return (kept, words) if words else None

@@ -6,6 +6,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from entities.surface import normalize
+
 _CODE_CHARS = frozenset("0123456789")
 _CJK = re.compile("[\u3400-\u9fff]")
 MAX_BRIDGE_ENTITIES = 500  # a named set larger than this is not walked for relations
@@ -31,6 +33,13 @@ def _code_like(value: str) -> bool:
     return any(ch in _CODE_CHARS for ch in value)
 
 
+def _topic(text: str, value: str) -> bool:
+    """The value opens the sentence as a possessor ("柯基的疫苗打了吗", "联影的工程师电话"): it names what carries it,
+    as it would beside a pointer."""
+    norm = normalize(text).text.lstrip()
+    return norm.startswith(value + "的")
+
+
 def by_attributes_and_parts(text: str, *, matcher, visible: Callable[[Sequence[int]], list[int]],
                             visible_prefix: Callable[[Sequence[int], int | None], list[int]], limit: int | None,
                             pointed: bool, skeleton_ids: Sequence[int], require_values: bool = False) -> Narrowed | None:
@@ -45,7 +54,7 @@ def by_attributes_and_parts(text: str, *, matcher, visible: Callable[[Sequence[i
     sets: list[tuple[str, tuple[int, ...]]] = []
     values: list[str] = []
     for value, ids in (matcher.attribute_hits(text) if hasattr(matcher, "attribute_hits") else []):
-        if pointed or _code_like(value):
+        if pointed or _code_like(value) or _topic(text, value):
             sets.append(("value", tuple(ids)))
             values.append(value)
     if require_values and not sets:

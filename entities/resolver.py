@@ -31,6 +31,7 @@ from entities.matcher import EntityMatcher, EntityRef, Match, name_contains_any,
 from entities.modifiers import foreign_modifiers, unsupported
 from entities.narrowing import by_attributes_and_parts, follow_relations, related_to, via_anchor
 from entities.nearmiss import unknown_description
+from entities.partial import skeleton
 from entities.qualifiers import by_related_words
 from entities.typewords import DEMONSTRATIVES, Cue, category_words, known_word, lexicon_word, text_cues
 from entities.windows import Gate, MentionEvidence, latest_turn, mention_step, turn_focus
@@ -95,6 +96,11 @@ def resolve(
         kept, words = narrowed
         return _decide(kept, resolution.evidence + [{"rule": "related_words", "words": words, "entity_ids": kept}],
                        max_candidates)
+    # "卡罗拉的雨刮": the car named 白色卡罗拉, not the policy 卡罗拉车险 whose name uses the word as a modifier.
+    if resolution.status == "ambiguous" and not resolution.truncated \
+            and len({entities[i].type for i in resolution.candidates if i in entities}) > 1 \
+            and (headed := _headed_by(resolution.candidates, resolution.evidence, entities)):
+        return _decide(headed, resolution.evidence + [{"rule": "name_head", "entity_ids": headed}], max_candidates)
     # "她的护理床": a possessive pronoun's entity (the latest discussed) owns one of the look-alikes the text names.
     possessive = next((c for c in cues if c.kind == "coref" and c.word in _POSSESSIVES), None)
     if resolution.status == "ambiguous" and not resolution.truncated and possessive is not None \
@@ -231,7 +237,8 @@ def _resolve(text: str, *, matcher: EntityMatcher, entities: Mapping[int, Entity
     # unregistered: none, not the entity just discussed (entities/nearmiss.py).
     pointer = next((c for c in cues if c.kind == "long_term" and c.word in DEMONSTRATIVES and c.word != "那边"), None)
     if pointer is not None and hasattr(matcher, "knows") and \
-            (unknown := unknown_description(text, pointer.end, lambda word: known_word(matcher, word))):
+            (unknown := unknown_description(text, pointer.end, lambda word: known_word(matcher, word)
+                                            or normalize_key(word) in {c.word for c in cues if c.kind == "type"})):
         return Resolution(status="none", evidence=evidence + [{"rule": "unknown_description", "words": unknown}])
 
     # (c), (d): the latest mention of a matching entity; several in that same turn -> ambiguous. With a type
@@ -319,6 +326,21 @@ _POSSESSIVES = frozenset({"它的", "她的", "他的", "its", "her"})
 
 # Steps that read a registered name or id whole (its own words are its own), or a pointer into the window.
 _NAMED_RULES = frozenset({"explicit_id", "name_alias", "foreign_modifier", "coreference", "long_term"})
+
+
+def _headed_by(candidates: list[int], evidence: list[dict], entities: Mapping[int, EntityRef]) -> list[int]:
+    """The candidates whose name or alias ends with the longest word they were found by (its head, Chinese and
+    English names being head-final once codes are dropped), when only some do; [] otherwise."""
+    words = [w for step in evidence for w in (step.get("surfaces", []) if step.get("rule") == "partial_name"
+                                              else step.get("parts", []) if step.get("rule") == "attributes_parts"
+                                              else [])]
+    if not words:
+        return []
+    longest = normalize_key(max(words, key=len))
+    headed = [i for i in candidates if i in entities and any(
+        skeleton(s).endswith(longest) or normalize_key(s).endswith(longest)
+        for s in (entities[i].name, *entities[i].aliases))]
+    return headed if 0 < len(headed) < len(candidates) else []
 
 
 def _heads(text: str, cues: list[Cue], evidence: list[dict]) -> list[tuple[int, int, bool]]:

@@ -63,6 +63,7 @@ CATEGORIES: Mapping[str, tuple[str, tuple[str, ...]]] = {
 COREF_CUES: tuple[str, ...] = (
     "它", "它的", "它们", "这台", "这个", "这辆", "这部", "这款", "这张", "这份", "这件", "该",
     "这家", "这位", "这单", "这间", "这条", "这只", "她的", "他的", "她", "他",
+    "这批", "这座", "这栋", "这套", "这把", "这块", "这根", "这艘", "这架", "这头", "这所",
     "it", "its", "this", "this one", "that one", "that machine", "the same one", "she", "her",
 )
 
@@ -70,6 +71,7 @@ COREF_CUES: tuple[str, ...] = (
 LONG_TERM_CUES: tuple[str, ...] = (
     "上次", "上回", "之前", "以前", "先前", "那台", "那辆", "那部", "那个", "那款", "那张",
     "那家", "那位", "那边", "那单", "那间", "那条", "那只",
+    "那批", "那座", "那栋", "那套", "那把", "那块", "那根", "那艘", "那架", "那头", "那所", "那份", "那件",
     "last time", "previously", "earlier", "the one we discussed", "the one we talked about",
     "we discussed", "we talked about",
 )
@@ -78,7 +80,8 @@ LONG_TERM_CUES: tuple[str, ...] = (
 # conversation has one, and is ambiguous otherwise; only an explicit past ("上次", "last time") reaches back
 # into earlier conversations to choose among several named entities.
 DEMONSTRATIVES: frozenset[str] = frozenset({"那台", "那辆", "那部", "那个", "那款", "那张", "那家", "那位", "那边",
-                                           "那单", "那间", "那条", "那只", "that"})
+                                           "那单", "那间", "那条", "那只", "that", "那批", "那座", "那栋", "那套", "那把",
+                                           "那块", "那根", "那艘", "那架", "那头", "那所", "那份", "那件"})
 _CJK_PAIR = re.compile("[\u3400-\u9fff]{2}")
 # English "that" points back only as a determiner ("that rack", "that open ticket"), not as a conjunction or
 # relative pronoun ("said that the", "the one that is"): followed by a word that starts no clause.
