@@ -162,6 +162,11 @@ def _resolve(text: str, *, matcher: EntityMatcher, entities: Mapping[int, Entity
                 return _decide([], evidence + [qualified.step], max_candidates)
             if qualified is not None and qualified.ids:
                 return _narrowed_decision(qualified.ids, evidence + [qualified.step], cues, windows, gate, max_candidates)
+            # "厨房那台": a name right before a pointer whose classifier asks for another kind (a machine, not a
+            # room) qualifies what the pointer points at: the anchor's neighbours of that kind.
+            pointed = _pointed_neighbours(text, matches, ids, cues, matcher, entities, gate)
+            if pointed is not None:
+                return _narrowed_decision(pointed.ids, evidence + [pointed.step], cues, windows, gate, max_candidates)
             return _decide(ids, evidence, max_candidates)
         if constraint.types:
             anchor_steps, anchors = _explicit(matches, hows, lambda eid: True)
@@ -326,6 +331,25 @@ _POSSESSIVES = frozenset({"它的", "她的", "他的", "its", "her"})
 
 # Steps that read a registered name or id whole (its own words are its own), or a pointer into the window.
 _NAMED_RULES = frozenset({"explicit_id", "name_alias", "foreign_modifier", "coreference", "long_term"})
+
+
+def _pointed_neighbours(text: str, matches: Sequence[Match], ids: list[int], cues: list[Cue], matcher,
+                        entities: Mapping[int, EntityRef], gate: Gate):
+    from entities.typenouns import kinds_of_type
+    from entities.windows import classifier_kinds
+
+    for m in matches:
+        if m.entity_id not in ids:
+            continue
+        cue = next((c for c in cues if c.kind == "long_term" and c.start == m.end and c.word in DEMONSTRATIVES), None)
+        asked = classifier_kinds(cue.word) if cue is not None else None
+        if not asked or kinds_of_type(entities[m.entity_id].type) & asked:
+            continue
+        followed = follow_relations([m.entity_id], matcher=matcher, visible=gate.visible_list,
+                                    accepts=lambda i: i in entities and bool(kinds_of_type(entities[i].type) & asked))
+        if followed is not None:
+            return followed
+    return None
 
 
 def _headed_by(candidates: list[int], evidence: list[dict], entities: Mapping[int, EntityRef]) -> list[int]:

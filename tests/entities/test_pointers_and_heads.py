@@ -19,9 +19,12 @@ POLICY = EntityRef(9, "policy", "P-1", "帕萨特车险")
 DOG_1 = EntityRef(10, "pet", "D-1", "豆豆")
 DOG_2 = EntityRef(11, "pet", "D-2", "团子")
 BREWER = EntityRef(12, "staff", "S-1", "何建明")
-REGISTRY = {r.id: r for r in (LOT_A, LOT_B, LOT_C, KEG_1, KEG_2, CAR_W, CAR_R, CAR_K, POLICY, DOG_1, DOG_2, BREWER)}
+ROOM = EntityRef(13, "room", "R-1", "灌装间")
+FILLER = EntityRef(14, "device", "M-1", "六头灌装机")
+REGISTRY = {r.id: r for r in (LOT_A, LOT_B, LOT_C, KEG_1, KEG_2, CAR_W, CAR_R, CAR_K, POLICY, DOG_1, DOG_2, BREWER, ROOM, FILLER)}
 ATTRIBUTES = {DOG_1.id: {"breed": "柴犬"}, DOG_2.id: {"breed": "萨摩耶"}}
-RELATIONS = [(LOT_A, "aging_in", KEG_1), (LOT_A, "brewed_by", BREWER), (LOT_B, "aging_in", KEG_2), (POLICY, "covers", CAR_W)]
+RELATIONS = [(LOT_A, "aging_in", KEG_1), (LOT_A, "brewed_by", BREWER), (LOT_B, "aging_in", KEG_2), (POLICY, "covers", CAR_W),
+             (FILLER, "located_in", ROOM)]
 T0 = datetime(2026, 11, 8, 1, 0, tzinfo=timezone.utc)
 
 
@@ -61,3 +64,8 @@ def test_a_word_names_the_entity_it_heads_not_one_it_modifies():
 def test_a_learnt_labels_head_character_after_a_pointer_stands_for_its_type():
     # "酒桶" is every keg's label; "哪只桶" asks for a keg, here the one the named batch ages in (not its brewer).
     assert got("2025世涛A批在哪只桶里？") == ("resolved", KEG_1.id)
+
+
+def test_a_name_before_a_pointer_for_another_kind_qualifies_what_it_points_at():
+    assert got("灌装间那台的密封圈换了吗") == ("resolved", FILLER.id)  # 台: a machine, the one in that room
+    assert got("灌装间那边今天消毒了吗") == ("resolved", ROOM.id)  # 那边 asks for no kind: the room itself
