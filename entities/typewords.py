@@ -184,9 +184,11 @@ def text_cues(text: str, matcher) -> list[Cue]:
         known = {(c.start, c.end, c.type) for c in cues if c.kind == "type"}
         # ... or heading a compound whose modifier the registry knows ("水产供应商": 水产 is a category of suppliers);
         # a one-character noun in a compound is a name's own ending ("冷链车", "春熙路店"), not a generic head.
+        # ... or opening the sentence as a possessor ("狗狗的驱虫药还有吗": the dogs, whichever are meant).
         cues += [replace(c, type=type_, category=None) for c in cues if c.noun_kind
-                 and (heads_pointer(text, c.start) or (c.end - c.start >= 2 and c.start >= 2 and _CJK_PAIR.match(text, c.start - 2)
-                                                       and known_word(matcher, text[c.start - 2:c.start])))
+                 and (heads_pointer(text, c.start) or _opens_possessor(text, c.start, c.end)
+                      or (c.end - c.start >= 2 and c.start >= 2 and _CJK_PAIR.match(text, c.start - 2)
+                          and known_word(matcher, text[c.start - 2:c.start])))
                  for type_ in matcher.types_of_kind(c.noun_kind) if (c.start, c.end, type_) not in known]
     return cues
 
@@ -210,6 +212,10 @@ def _lexicon() -> frozenset[str]:
     words |= {normalize_key(w) for _t, ws in CATEGORIES.values() for w in ws}
     words |= {normalize_key(w) for nouns, _stems in KINDS.values() for w in nouns}
     return frozenset(words)
+
+
+def _opens_possessor(text: str, start: int, end: int) -> bool:
+    return not text[:start].strip() and text[end:end + 1] == "的"
 
 
 def lexicon_word(word: str) -> bool:

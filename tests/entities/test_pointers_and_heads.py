@@ -69,3 +69,8 @@ def test_a_learnt_labels_head_character_after_a_pointer_stands_for_its_type():
 def test_a_name_before_a_pointer_for_another_kind_qualifies_what_it_points_at():
     assert got("灌装间那台的密封圈换了吗") == ("resolved", FILLER.id)  # 台: a machine, the one in that room
     assert got("灌装间那边今天消毒了吗") == ("resolved", ROOM.id)  # 那边 asks for no kind: the room itself
+
+
+def test_a_generic_noun_opening_the_sentence_as_a_possessor_asks_for_its_kind():
+    assert got("狗狗的驱虫药还有吗") == ("ambiguous", [DOG_1.id, DOG_2.id])
+    assert got("今天遛狗狗了吗") == ("none", [])  # the sentence's object: no mention
