@@ -167,6 +167,12 @@ def _resolve(text: str, *, matcher: EntityMatcher, entities: Mapping[int, Entity
             pointed = _pointed_neighbours(text, matches, ids, cues, matcher, entities, gate)
             if pointed is not None:
                 return _narrowed_decision(pointed.ids, evidence + [pointed.step], cues, windows, gate, max_candidates)
+            # "那位王奶奶": a pointer before a person's alias that is also how other people are said (a surname with a
+            # title) points among all of them; bare, the registered alias wins.
+            shared = _pointed_forms(matches, ids, cues, matcher, entities, gate)
+            if shared:
+                return _narrowed_decision(shared, evidence + [{"rule": "person_forms", "entity_ids": shared}], cues,
+                                          windows, gate, max_candidates)
             return _decide(ids, evidence, max_candidates)
         if constraint.types:
             anchor_steps, anchors = _explicit(matches, hows, lambda eid: True)
@@ -331,6 +337,25 @@ _POSSESSIVES = frozenset({"它的", "她的", "他的", "its", "her"})
 
 # Steps that read a registered name or id whole (its own words are its own), or a pointer into the window.
 _NAMED_RULES = frozenset({"explicit_id", "name_alias", "foreign_modifier", "coreference", "long_term"})
+
+
+def _pointed_forms(matches: Sequence[Match], ids: list[int], cues: list[Cue], matcher,
+                   entities: Mapping[int, EntityRef], gate: Gate) -> list[int]:
+    from entities.typenouns import kinds_of_type
+
+    if len(ids) != 1 or not hasattr(matcher, "part_holders"):
+        return []
+    for m in matches:
+        if m.entity_id != ids[0] or m.how != "alias" or "person" not in kinds_of_type(entities[m.entity_id].type):
+            continue
+        if not any(c.kind in ("long_term", "coref") and c.end == m.start for c in cues):
+            continue
+        holders = [i for i in sorted(matcher.part_holders(m.surface, 20)) if i in entities
+                   and entities[i].type == entities[m.entity_id].type]
+        shared = gate.visible_list(holders)
+        if len(shared) > 1:
+            return shared
+    return []
 
 
 def _pointed_neighbours(text: str, matches: Sequence[Match], ids: list[int], cues: list[Cue], matcher,

@@ -11,7 +11,8 @@ ELDER_A = EntityRef(2, "resident", "RS-A", "赵淑珍")
 ELDER_B = EntityRef(3, "resident", "RS-B", "钱国华")
 NURSE = EntityRef(4, "caregiver", "CG-1", "孙丽萍", ("孙姐",))
 PLAN = EntityRef(5, "careplan", "CP-1", "护理计划7")
-REGISTRY = {r.id: r for r in (ROOM, ELDER_A, ELDER_B, NURSE, PLAN)}
+ELDER_C = EntityRef(6, "resident", "RS-C", "赵明", ("赵爷爷",))
+REGISTRY = {r.id: r for r in (ROOM, ELDER_A, ELDER_B, NURSE, PLAN, ELDER_C)}
 RELATIONS = [(ELDER_A, "lives_in", ROOM), (NURSE, "cares_for", ELDER_A), (NURSE, "cares_for", ELDER_B),
              (PLAN, "for", ELDER_A)]
 T0 = datetime(2026, 10, 5, 1, 0, tzinfo=timezone.utc)
@@ -46,3 +47,19 @@ def test_a_bare_pronoun_points_at_the_person_just_discussed():
 
 def test_a_generic_noun_for_people_asks_for_the_people_a_relation_reaches():
     assert got("孙姐负责的老人里谁今天要复诊？") == ("ambiguous", [ELDER_A.id, ELDER_B.id])
+
+
+def test_a_pointer_before_an_alias_other_people_are_also_called_points_among_them():
+    # "赵爷爷" is 赵明's registered alias, and how any resident surnamed 赵 may be said (the registry does not know
+    # who is a grandfather): 赵淑珍, 赵明, 赵国栋.
+    ELDER_D = EntityRef(7, "resident", "RS-D", "赵国栋")
+    registry = {**REGISTRY, ELDER_D.id: ELDER_D}
+    recent = [MentionEvidence(ELDER_D.id, T0, 1)]
+
+    def run(text, **kwargs):
+        res = resolve(text, matcher=EntityMatcher(registry.values()), entities=registry, **kwargs)
+        return res.status, res.entity_id if res.status == "resolved" else sorted(res.candidates)
+
+    assert run("赵爷爷的家属几点来？", recent=recent) == ("resolved", ELDER_C.id)  # bare: the registered alias
+    assert run("那位赵爷爷今天精神怎么样", recent=recent) == ("resolved", ELDER_D.id)  # the one just discussed
+    assert run("那位赵爷爷今天精神怎么样") == ("ambiguous", [ELDER_A.id, ELDER_C.id, ELDER_D.id])
