@@ -20,7 +20,7 @@ from functools import lru_cache
 
 import ahocorasick
 
-from entities.partial import type_words
+from entities.partial import skeleton, type_words
 from entities.surface import EntityRef, inside_token, normalize, normalize_key
 from entities.typenouns import kinds_of_type
 
@@ -34,6 +34,10 @@ _NUMBERED = re.compile(r"^(?:[0-9]+|[零〇一二三四五六七八九十百千�
 _CODE = re.compile(r"[a-z0-9]+(?:[\-·./#][a-z0-9]+)+|[a-z]*[0-9][a-z0-9]*")
 _CJK = re.compile("[\u3400-\u9fff]")
 _NUMBER_IN_TEXT = re.compile(r"(?<![0-9])(?:[0-9]+|[零〇一二三四五六七八九十百千两]+)号")
+# A pointer with its classifier and one character after it ("哪只桶", "那个罐子", "哪个罐里"): the character may be
+# the head of a learnt label, standing for its type; followed by another word character it is the start of a word.
+_POINTED_HEAD = re.compile("[那这哪该][辆台家个张位间部款条只所座栋件份单艘套批把块根架头]([\u3400-\u9fff]子?)"
+                           "(?:(?![\u3400-\u9fff])|(?=[里的上中内]))")
 _SEPARATORS = re.compile(r"[\s·\-_/#,，、()（）]+")
 
 
@@ -84,6 +88,8 @@ def name_parts(surface: str) -> frozenset[str]:
 
 # How people address or refer to a person by surname: "王工", "张总", "老李", "小陈", "刘老师".
 _TITLES = ("工", "总", "老师", "经理", "师傅", "医生", "大夫", "主任", "姐", "哥", "先生", "女士", "阿姨", "叔")
+# Kinship titles said after a surname ("王奶奶") or, for a three-character name, after the given name ("桂芳奶奶").
+_KIN = ("奶奶", "爷爷", "大爷", "大妈", "婆婆", "伯伯", "叔叔", "阿姨")
 _PERSON_NAME = re.compile("^[\u3400-\u9fff]{2,4}$")
 
 
@@ -95,9 +101,10 @@ def person_forms(name: str) -> set[str]:
     if not _PERSON_NAME.match(key):
         return set()
     surname = key[0]
-    forms = {surname + t for t in _TITLES} | {"老" + surname, "小" + surname}
+    forms = {surname + t for t in (*_TITLES, *_KIN)} | {"老" + surname, "小" + surname}
     if len(key) == 3:
         forms.add(key[:2])
+        forms.update(key[1:] + t for t in _KIN)
     return forms - {key}
 
 
@@ -151,9 +158,11 @@ class PartIndex:
         by_type: dict[str, set[int]] = {}
         type_of: dict[int, str] = {}
         refs = list(refs)
+        surfaces: dict[int, tuple[str, ...]] = {}
         for ref in refs:
             by_type.setdefault(ref.type, set()).add(ref.id)
             type_of[ref.id] = ref.type
+            surfaces[ref.id] = (ref.name, *ref.aliases)
             for surface in (ref.name, *ref.aliases):
                 for part in name_parts(surface):
                     index.setdefault(part, set()).add(ref.id)
@@ -171,6 +180,9 @@ class PartIndex:
             if len(types) == 1 and len(ids) >= 2 and ids == by_type[next(iter(types))] and not is_qualifier(part):
                 self.type_words[part] = next(iter(types))
                 del index[part]
+        # ... and so is a head every name of a type ends with, however the segmenter cut the names ("叉车" of
+        # 林德电动叉车01 / 丰田前移式叉车, found inside "电动叉车"); a shared modifier ("烘干" of 烘干一号塔 / 1号烘干机) is not.
+        before = {part: len(ids) for part, ids in index.items()}
         # A Chinese part names every entity whose name holds it, however the segmenter cut that name: "液相" of
         # 老液相 is in 液相色谱仪2号 too (one automaton pass over the names, not a scan per part).
         cjk = _automaton({part: {0} for part in index if _CJK.search(part)})
@@ -180,6 +192,14 @@ class PartIndex:
                     key = normalize_key(surface)
                     for last, (length, _ids) in cjk.iter(key):
                         index[key[last - length + 1:last + 1]].add(ref.id)
+        for part, ids in list(index.items()):
+            types = {type_of[i] for i in ids}
+            if len(types) != 1 or len(ids) < 2 or before.get(part) == len(ids) or is_qualifier(part):
+                continue
+            type_ = next(iter(types))
+            if ids == by_type[type_] and all(any(skeleton(sf).endswith(part) for sf in surfaces[i]) for i in ids):
+                self.type_words[part] = type_
+                del index[part]
         self.name_keys = frozenset(index)
         # Parts of attribute values name their entities the same way ("吸唾管" of item 吸唾管堵塞, "shrimp" of
         # cargo frozen shrimp): a description is read by its words, a code whole (AttributeIndex).
@@ -190,8 +210,19 @@ class PartIndex:
                     if part not in self.type_words:
                         index.setdefault(part, set()).add(eid)
                         self._value_holders.setdefault(part, set()).add(eid)
+        self._index = index
+        self._by_type = by_type
         self._automaton = _automaton(index)
         self._type_automaton = _automaton({w: {0} for w in self.type_words})
+        self._heads = self.label_heads()
+
+    def label_heads(self) -> dict[str, frozenset[str]]:
+        """The last character of each learnt label ("罐" of 发酵罐, "桶" of 橡木桶) → the types it ends."""
+        heads: dict[str, set[str]] = {}
+        for word, type_ in self.type_words.items():
+            if len(word) >= 2 and _CJK.match(word[-1]):
+                heads.setdefault(word[-1], set()).add(type_)
+        return {ch: frozenset(types) for ch, types in heads.items()}
 
     def type_cues(self, text: str) -> list[tuple[str, str, int, int]]:
         """(word, type, start, end) for each learnt type label named in `text` (spans in the caller's text)."""
@@ -199,7 +230,28 @@ class PartIndex:
         out = []
         for start, end, word, _ids in _hits(self._type_automaton, text):
             out.append((word, self.type_words[word], *norm.original_span(start, end)))
+        for m in _POINTED_HEAD.finditer(norm.text):
+            for type_ in self._heads.get(m.group(1)[0], ()):
+                out.append((m.group(1), type_, *norm.original_span(m.start(1), m.end(1))))
         return out
+
+    def hits(self, text: str) -> list[tuple[int, str, tuple[int, ...]]]:
+        """(start in the normalised text, part, entity ids) for each name or value part named in `text`."""
+        return [(start, part, ids) for start, _end, part, ids in _hits(self._automaton, text)]
+
+    def holders(self, text: str, limit: int) -> set[int]:
+        """Entities with a part of a name, an alias or an attribute value that occurs in `text`, and for each
+        learnt type label in it ("叉车" of every forklift) every entity of that type; a part held by more than
+        `limit` entities is skipped (it tells none apart)."""
+        found: set[int] = set()
+        for _start, _end, _part, ids in _hits(self._automaton, text):
+            if len(ids) <= limit:
+                found.update(ids)
+        for _start, _end, word, _ids in _hits(self._type_automaton, text):
+            ids = self._by_type.get(self.type_words[word], ())
+            if len(ids) <= limit:
+                found.update(ids)
+        return found
 
     def value_holders(self, part: str) -> tuple[int, ...]:
         """Entities with `part` as a whole word of an attribute value ("reefer" of "40ft reefer")."""

@@ -188,6 +188,15 @@ class EntityMatcher:
         key = normalize_key(word)
         return len(key) >= 2 and all(key[i:i + 2] in self._known for i in range(len(key) - 1))
 
+    def part_hits(self, text: str) -> list[tuple[int, str, tuple[int, ...]]]:
+        """(start in the normalised text, part, entity ids) for each part of a name, alias or attribute value
+        named in `text`."""
+        return self._part_index().hits(text)
+
+    def part_holders(self, text: str, limit: int) -> set[int]:
+        """Entities with a part of a name, an alias or an attribute value (or a learnt type label) in `text`."""
+        return self._part_index().holders(text, limit)
+
     def value_holders(self, part: str) -> tuple[int, ...]:
         return self._part_index().value_holders(part)
 

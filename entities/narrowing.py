@@ -6,7 +6,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from entities.surface import normalize
+
 _CODE_CHARS = frozenset("0123456789")
+_CJK = re.compile("[\u3400-\u9fff]")
 MAX_BRIDGE_ENTITIES = 500  # a named set larger than this is not walked for relations
 # Interrogative determiners (a closed class): "哪辆车", "哪台设备", "which vessel".
 _WHICH = re.compile(r"哪(?:辆|台|家|个|张|位|间|部|款|条|只|所|座|栋)|\bwhich\b", re.IGNORECASE)
@@ -30,6 +33,13 @@ def _code_like(value: str) -> bool:
     return any(ch in _CODE_CHARS for ch in value)
 
 
+def _topic(text: str, value: str) -> bool:
+    """The value opens the sentence as a possessor ("柯基的疫苗打了吗", "联影的工程师电话"): it names what carries it,
+    as it would beside a pointer."""
+    norm = normalize(text).text.lstrip()
+    return norm.startswith(value + "的")
+
+
 def by_attributes_and_parts(text: str, *, matcher, visible: Callable[[Sequence[int]], list[int]],
                             visible_prefix: Callable[[Sequence[int], int | None], list[int]], limit: int | None,
                             pointed: bool, skeleton_ids: Sequence[int], require_values: bool = False) -> Narrowed | None:
@@ -44,7 +54,7 @@ def by_attributes_and_parts(text: str, *, matcher, visible: Callable[[Sequence[i
     sets: list[tuple[str, tuple[int, ...]]] = []
     values: list[str] = []
     for value, ids in (matcher.attribute_hits(text) if hasattr(matcher, "attribute_hits") else []):
-        if pointed or _code_like(value):
+        if pointed or _code_like(value) or _topic(text, value):
             sets.append(("value", tuple(ids)))
             values.append(value)
     if require_values and not sets:
@@ -91,9 +101,31 @@ def _bridged(ordered, matcher, visible) -> set[int]:
         # Values bridge values: a name part shared by many ("hall") is too loose to relate two named things.
         others = set(visible(sorted(set().union(*(set(o) for k, o in ordered if o is not ids and k == "value")))))
         related = {i for i in ids if any(other in others for other, _t, _d in matcher.neighbours(i))}
+        if not related:
+            # Two hops, through a visible entity that is itself small ("A栋的那张护理床": the bed in a room on the
+            # floor of wing A): a hub with many neighbours (a site of thousands of assets) bridges nothing.
+            related = {i for i in ids if _two_hops(i, others, matcher, visible)}
         if related:
             return set(visible(sorted(related)))
     return set()
+
+
+MAX_HUB_NEIGHBOURS = 50
+
+
+def related_to(entity: int, targets: set[int], matcher, visible) -> bool:
+    """`entity` is a neighbour of one of `targets`, or two hops away through a small visible entity."""
+    return any(other in targets for other, _t, _d in matcher.neighbours(entity)) \
+        or _two_hops(entity, targets, matcher, visible)
+
+
+def _two_hops(entity: int, targets: set[int], matcher, visible) -> bool:
+    middles = [other for other, _t, _d in matcher.neighbours(entity)]
+    for middle in visible(middles):
+        around = matcher.neighbours(middle)
+        if len(around) <= MAX_HUB_NEIGHBOURS and any(o in targets for o, _t, _d in around if o != entity):
+            return True
+    return False
 
 
 def follow_relations(anchors: Sequence[int], *, matcher, accepts: Callable[[int], bool],
@@ -131,6 +163,11 @@ def via_anchor(text: str, *, spans: Sequence[tuple[int, int]], anchors: Sequence
     masked = list(text)
     for start, end in spans:
         masked[start:end] = " " * (end - start)
+    if spans and _CJK.search(text):
+        # A Chinese modifier comes before its head: what stands before the named entity qualifies it ("南库电动叉车"),
+        # it is not a neighbour the text asks for.
+        first = min(start for start, _end in spans)
+        masked[:first] = " " * first
     rest = "".join(masked)
     named: list[set[int]] = [set(ids) for _value, ids in matcher.attribute_hits(rest)]
     part_ids, _parts = matcher.name_part_candidates(rest)

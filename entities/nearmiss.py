@@ -48,4 +48,8 @@ def _glued(tokens) -> list[tuple[str, str]]:
             and pairs[0][1].startswith(("v", "d", "n", "a")) and _CJK_WORD.match(pairs[0][0] + pairs[1][0]) \
             and len(pairs[0][0]) <= 2:
         return [(pairs[0][0] + pairs[1][0], "n"), *pairs[2:]]
+    # ... or a lone character split off before a noun ("堆|高车"): the same unknown compound, cut the other way.
+    if len(pairs) >= 2 and len(pairs[0][0]) == 1 and pairs[0][1].startswith(("v", "d", "n", "a")) \
+            and pairs[1][1].startswith("n") and _CJK_WORD.match(pairs[0][0] + pairs[1][0]) and len(pairs[1][0]) <= 3:
+        return [(pairs[0][0] + pairs[1][0], "n"), *pairs[2:]]
     return pairs

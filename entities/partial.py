@@ -77,6 +77,8 @@ def qualified_span(s: str, start: int, end: int) -> bool:
     after = s[end] if end < len(s) else ""
     if after == " " and _CODE_AFTER.match(s, end + 1):
         return True  # "Rack B05", "MSKU 204160-2", "web frontend 02": a code after a space names one as well
+    if after in ("·", "-") and end + 1 < len(s) and (s[end + 1].isalnum()):
+        return True  # "沪D·冷18": a plate or code prefix joined to the rest of one specific code
     return before.isdigit() or before in ("号", "#") or after.isdigit() or after in ("号", "#")
 
 

@@ -28,9 +28,12 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from dataclasses import dataclass, field
 
 from entities.matcher import EntityMatcher, EntityRef, Match, name_contains_any, normalize_key
-from entities.narrowing import by_attributes_and_parts, follow_relations, via_anchor
+from entities.modifiers import foreign_modifiers, unsupported
+from entities.narrowing import by_attributes_and_parts, follow_relations, related_to, via_anchor
 from entities.nearmiss import unknown_description
-from entities.typewords import DEMONSTRATIVES, Cue, category_words, known_word, text_cues
+from entities.partial import skeleton
+from entities.qualifiers import by_related_words
+from entities.typewords import DEMONSTRATIVES, Cue, category_words, known_word, lexicon_word, text_cues
 from entities.windows import Gate, MentionEvidence, latest_turn, mention_step, turn_focus
 
 __all__ = ["MentionEvidence", "Resolution", "resolve"]
@@ -72,8 +75,62 @@ def resolve(
     if max_candidates is not None and max_candidates < 2:
         raise ValueError("max_candidates must be at least 2: one candidate is not an ambiguity")
     gate = Gate(entities, allowed, allowed_many)
-    matches = matcher.find(text, keep=gate.visible)
     cues = text_cues(text, matcher)
+    resolution = _resolve(text, matcher=matcher, entities=entities, recent=recent, past=past, gate=gate,
+                          max_candidates=max_candidates, cues=cues)
+    if resolution.status != "none" and not resolution.truncated and hasattr(matcher, "part_holders") \
+            and not any(step.get("rule") in _NAMED_RULES for step in resolution.evidence):
+        # "防爆电动叉车", "四楼的制氧机", "the Guangzhou printer": the words modifying the head the candidates were
+        # found by must be theirs (or their neighbours'); a word none of them carries names something else.
+        checked = unsupported(text, _heads(text, cues, resolution.evidence), resolution.candidates
+                              or [resolution.entity_id], matcher=matcher, skip=lexicon_word)
+        if checked is not None:
+            kept, words = checked
+            resolution = _decide(kept, resolution.evidence + [{"rule": "modifiers", "words": words, "entity_ids": kept}],
+                                 max_candidates)
+    # Look-alikes that a word of the text tells apart through their relations ("201的液相色谱仪": the one in the
+    # lab "201" names; entities/qualifiers.py).
+    if resolution.status == "ambiguous" and not resolution.truncated and hasattr(matcher, "part_hits") \
+            and (narrowed := by_related_words(text, resolution.candidates, matcher=matcher,
+                                              visible=gate.visible_list)) is not None:
+        kept, words = narrowed
+        return _decide(kept, resolution.evidence + [{"rule": "related_words", "words": words, "entity_ids": kept}],
+                       max_candidates)
+    # "卡罗拉的雨刮": the car named 白色卡罗拉, not the policy 卡罗拉车险 whose name uses the word as a modifier.
+    if resolution.status == "ambiguous" and not resolution.truncated \
+            and len({entities[i].type for i in resolution.candidates if i in entities}) > 1 \
+            and (headed := _headed_by(resolution.candidates, resolution.evidence, entities)):
+        return _decide(headed, resolution.evidence + [{"rule": "name_head", "entity_ids": headed}], max_candidates)
+    # "她的护理床": a possessive pronoun's entity (the latest discussed) owns one of the look-alikes the text names.
+    possessive = next((c for c in cues if c.kind == "coref" and c.word in _POSSESSIVES), None)
+    if resolution.status == "ambiguous" and not resolution.truncated and possessive is not None \
+            and hasattr(matcher, "neighbours"):
+        owners, latest = latest_turn(recent() if callable(recent) else recent, gate,
+                                     lambda eid: eid in entities and eid not in resolution.candidates)
+        owned = [i for i in resolution.candidates if owners and related_to(i, set(owners), matcher, gate.visible_list)]
+        if owned and len(owned) < len(resolution.candidates) and latest is not None:
+            return _decide(owned, resolution.evidence + [mention_step("coreference", possessive, owners, latest),
+                                                         {"rule": "owned_by", "entity_ids": owned}], max_candidates)
+    return resolution
+
+
+def _resolve(text: str, *, matcher: EntityMatcher, entities: Mapping[int, EntityRef], recent: Mentions,
+             past: Mentions, gate: Gate, max_candidates: int | None, cues: list[Cue]) -> Resolution:
+    matches = matcher.find(text, keep=gate.visible)
+    # "便携心电图机", "滨江史密斯架": a glued modifier the named entity does not carry means another entity, one that
+    # carries the modifier and the name's parts, or something unregistered (entities/modifiers.py).
+    displaced, qualifiers = foreign_modifiers(text, matches, matcher=matcher, skip=lexicon_word) \
+        if matches and hasattr(matcher, "part_holders") else ([], [])
+    if displaced or qualifiers:
+        dropped = {id(m) for d in displaced for m in d.matches} | {id(q) for q in qualifiers}
+        matches = [m for m in matches if id(m) not in dropped]
+    if displaced:
+        if not any(m.how in ("id", "name", "alias") for m in matches):
+            others = [i for i in gate.visible_list(sorted({i for d in displaced for i in d.others})) if i in entities]
+            step = {"rule": "foreign_modifier", "words": [d.modifier.word for d in displaced],
+                    "surfaces": [d.matches[0].surface for d in displaced], "entity_ids": others}
+            return _narrowed_decision(others, [step], cues, (("coreference", "coref", recent),
+                                                             ("long_term", "long_term", past)), gate, max_candidates)
     # A type word inside a matched surface is part of a name ("S780 联合收割机" is a model, its
     # "收割机" says nothing about the type the user means).
     # A lexicon word for a type this registry does not have ("车" → asset, where vehicles are "vehicle")
@@ -105,6 +162,17 @@ def resolve(
                 return _decide([], evidence + [qualified.step], max_candidates)
             if qualified is not None and qualified.ids:
                 return _narrowed_decision(qualified.ids, evidence + [qualified.step], cues, windows, gate, max_candidates)
+            # "厨房那台": a name right before a pointer whose classifier asks for another kind (a machine, not a
+            # room) qualifies what the pointer points at: the anchor's neighbours of that kind.
+            pointed = _pointed_neighbours(text, matches, ids, cues, matcher, entities, gate)
+            if pointed is not None:
+                return _narrowed_decision(pointed.ids, evidence + [pointed.step], cues, windows, gate, max_candidates)
+            # "那位王奶奶": a pointer before a person's alias that is also how other people are said (a surname with a
+            # title) points among all of them; bare, the registered alias wins.
+            shared = _pointed_forms(matches, ids, cues, matcher, entities, gate)
+            if shared:
+                return _narrowed_decision(shared, evidence + [{"rule": "person_forms", "entity_ids": shared}], cues,
+                                          windows, gate, max_candidates)
             return _decide(ids, evidence, max_candidates)
         if constraint.types:
             anchor_steps, anchors = _explicit(matches, hows, lambda eid: True)
@@ -180,7 +248,8 @@ def resolve(
     # unregistered: none, not the entity just discussed (entities/nearmiss.py).
     pointer = next((c for c in cues if c.kind == "long_term" and c.word in DEMONSTRATIVES and c.word != "那边"), None)
     if pointer is not None and hasattr(matcher, "knows") and \
-            (unknown := unknown_description(text, pointer.end, lambda word: known_word(matcher, word))):
+            (unknown := unknown_description(text, pointer.end, lambda word: known_word(matcher, word)
+                                            or normalize_key(word) in {c.word for c in cues if c.kind == "type"})):
         return Resolution(status="none", evidence=evidence + [{"rule": "unknown_description", "words": unknown}])
 
     # (c), (d): the latest mention of a matching entity; several in that same turn -> ambiguous. With a type
@@ -262,6 +331,81 @@ def resolve(
     if part_ids and (resolution := narrow(require_values=False)) is not None:
         return resolution
     return Resolution(status="none", evidence=evidence)
+
+
+_POSSESSIVES = frozenset({"它的", "她的", "他的", "its", "her"})
+
+# Steps that read a registered name or id whole (its own words are its own), or a pointer into the window.
+_NAMED_RULES = frozenset({"explicit_id", "name_alias", "foreign_modifier", "coreference", "long_term"})
+
+
+def _pointed_forms(matches: Sequence[Match], ids: list[int], cues: list[Cue], matcher,
+                   entities: Mapping[int, EntityRef], gate: Gate) -> list[int]:
+    from entities.typenouns import kinds_of_type
+
+    if len(ids) != 1 or not hasattr(matcher, "part_holders"):
+        return []
+    for m in matches:
+        if m.entity_id != ids[0] or m.how != "alias" or "person" not in kinds_of_type(entities[m.entity_id].type):
+            continue
+        if not any(c.kind in ("long_term", "coref") and c.end == m.start for c in cues):
+            continue
+        holders = [i for i in sorted(matcher.part_holders(m.surface, 20)) if i in entities
+                   and entities[i].type == entities[m.entity_id].type]
+        shared = gate.visible_list(holders)
+        if len(shared) > 1:
+            return shared
+    return []
+
+
+def _pointed_neighbours(text: str, matches: Sequence[Match], ids: list[int], cues: list[Cue], matcher,
+                        entities: Mapping[int, EntityRef], gate: Gate):
+    from entities.typenouns import kinds_of_type
+    from entities.windows import classifier_kinds
+
+    for m in matches:
+        if m.entity_id not in ids:
+            continue
+        cue = next((c for c in cues if c.kind == "long_term" and c.start == m.end and c.word in DEMONSTRATIVES), None)
+        asked = classifier_kinds(cue.word) if cue is not None else None
+        if not asked or kinds_of_type(entities[m.entity_id].type) & asked:
+            continue
+        followed = follow_relations([m.entity_id], matcher=matcher, visible=gate.visible_list,
+                                    accepts=lambda i: i in entities and bool(kinds_of_type(entities[i].type) & asked))
+        if followed is not None:
+            return followed
+    return None
+
+
+def _headed_by(candidates: list[int], evidence: list[dict], entities: Mapping[int, EntityRef]) -> list[int]:
+    """The candidates whose name or alias ends with the longest word they were found by (its head, Chinese and
+    English names being head-final once codes are dropped), when only some do; [] otherwise."""
+    words = [w for step in evidence for w in (step.get("surfaces", []) if step.get("rule") == "partial_name"
+                                              else step.get("parts", []) if step.get("rule") == "attributes_parts"
+                                              else [])]
+    if not words:
+        return []
+    longest = normalize_key(max(words, key=len))
+    headed = [i for i in candidates if i in entities and any(
+        skeleton(s).endswith(longest) or normalize_key(s).endswith(longest)
+        for s in (entities[i].name, *entities[i].aliases))]
+    return headed if 0 < len(headed) < len(candidates) else []
+
+
+def _heads(text: str, cues: list[Cue], evidence: list[dict]) -> list[tuple[int, int, bool]]:
+    """Where the words the candidates were found by stand: unqualified type words, partial names and name parts
+    (these flagged: the candidates carry them in their own texts)."""
+    heads = [(c.start, c.end, False) for c in cues if c.kind == "type" and not c.qualified]
+    folded = text.casefold()
+    folded = folded if len(folded) == len(text) else text  # offsets must stay the caller's
+    for step in evidence:
+        words = step.get("surfaces", []) if step.get("rule") == "partial_name" else \
+            step.get("parts", []) if step.get("rule") == "attributes_parts" else []
+        for word in words:
+            at = folded.find(word.casefold())
+            if at >= 0:
+                heads.append((at, at + len(word), True))
+    return heads
 
 
 def _narrowed_decision(ids: list[int], evidence: list[dict], cues: list[Cue], windows, gate: Gate,

@@ -38,7 +38,8 @@ KINDS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "order": (("单子", "单据", "订单", "工单", "order", "orders", "ticket", "tickets"),
               ("order", "ticket", "po", "workorder", "repair", "maintenance", "service", "booking", "reservation",
                "incident", "request", "visit", "appointment", "claim", "job", "task", "invoice", "inspection")),
-    "person": (("会员", "客户", "顾客", "员工", "人员", "member", "members", "customer", "customers", "person", "people",
+    "person": (("会员", "客户", "顾客", "员工", "人员", "老人", "长者", "病人", "患者", "住户", "业主",
+                "member", "members", "customer", "customers", "person", "people",
                 "staff", "employee", "employees"),
                ("member", "customer", "client", "person", "people", "staff", "employee", "patient", "user", "contact",
                 "driver", "engineer", "technician", "doctor", "nurse", "teacher", "student", "tenant", "resident",
@@ -58,7 +59,7 @@ _SPLIT = re.compile(r"[\s_\-./]+")
 # with its classifier ("那辆车", "哪家供应商", "这台口腔设备"), after "的" ("影像室的设备", "所在的门店"), or in
 # English after a determiner or possessive ("the vehicle", "which store", "its device"). Elsewhere it is the
 # sentence's other object ("今天有会员用过吗", "收车", "春熙路店"), which says nothing about the mention.
-_CLASSIFIERS = "辆台家个张位间部款条只所座栋件份单艘套"
+_CLASSIFIERS = "辆台家个张位间部款条只所座栋件份单艘套批把块根架头"
 _POINTER_ZH = re.compile(f"(?:[那这哪该此][{_CLASSIFIERS}]|的)[^，。？！,.?!;；的]{{0,6}}$")
 _POINTER_EN = re.compile(r"\b(?:the|that|this|which|what|its|their|our|my|her|his|each|every|any)\s+(?:[\w-]+\s+){0,3}$",
                          re.IGNORECASE)

@@ -62,7 +62,8 @@ CATEGORIES: Mapping[str, tuple[str, tuple[str, ...]]] = {
 # Pronouns and deictics that refer to what was just discussed in this conversation.
 COREF_CUES: tuple[str, ...] = (
     "它", "它的", "它们", "这台", "这个", "这辆", "这部", "这款", "这张", "这份", "这件", "该",
-    "这家", "这位", "这单", "这间", "这条", "这只", "她的", "他的",
+    "这家", "这位", "这单", "这间", "这条", "这只", "她的", "他的", "她", "他",
+    "这批", "这座", "这栋", "这套", "这把", "这块", "这根", "这艘", "这架", "这头", "这所",
     "it", "its", "this", "this one", "that one", "that machine", "the same one", "she", "her",
 )
 
@@ -70,6 +71,7 @@ COREF_CUES: tuple[str, ...] = (
 LONG_TERM_CUES: tuple[str, ...] = (
     "上次", "上回", "之前", "以前", "先前", "那台", "那辆", "那部", "那个", "那款", "那张",
     "那家", "那位", "那边", "那单", "那间", "那条", "那只",
+    "那批", "那座", "那栋", "那套", "那把", "那块", "那根", "那艘", "那架", "那头", "那所", "那份", "那件",
     "last time", "previously", "earlier", "the one we discussed", "the one we talked about",
     "we discussed", "we talked about",
 )
@@ -78,7 +80,8 @@ LONG_TERM_CUES: tuple[str, ...] = (
 # conversation has one, and is ambiguous otherwise; only an explicit past ("上次", "last time") reaches back
 # into earlier conversations to choose among several named entities.
 DEMONSTRATIVES: frozenset[str] = frozenset({"那台", "那辆", "那部", "那个", "那款", "那张", "那家", "那位", "那边",
-                                           "那单", "那间", "那条", "那只", "that"})
+                                           "那单", "那间", "那条", "那只", "that", "那批", "那座", "那栋", "那套", "那把",
+                                           "那块", "那根", "那艘", "那架", "那头", "那所", "那份", "那件"})
 _CJK_PAIR = re.compile("[\u3400-\u9fff]{2}")
 # English "that" points back only as a determiner ("that rack", "that open ticket"), not as a conjunction or
 # relative pronoun ("said that the", "the one that is"): followed by a word that starts no clause.
@@ -94,6 +97,7 @@ NOT_PART_OF: Mapping[str, tuple[str, ...]] = {
     "它": ("其它",),
     "该": ("应该", "活该", "该不该"),
     "他的": ("其他的",),
+    "他": ("其他", "吉他", "他人"),
     "机器": ("机器学习",),
     "this": ("this time",),
 }
@@ -163,22 +167,43 @@ def scan(text: str) -> list[Cue]:
 def text_cues(text: str, matcher) -> list[Cue]:
     """The lexicon's cues, the registry's own type words, and generic nouns mapped onto the registry's types
     ("哪辆车" → `vehicle`, "那家店" → `branch`; entities/typenouns.py)."""
-    cues = scan(text)
+    cues = [c for c in scan(text) if not (c.kind == "coref" and c.word == "该" and not _determiner_gai(text, c.end, matcher))]
     cues += [Cue(kind="long_term", word="that", start=m.start(), end=m.start() + 4) for m in _THAT.finditer(text)]
     if hasattr(matcher, "registry_type_cues"):  # the registry's own types are type words too
         known = {(c.start, c.end, c.type) for c in cues if c.kind == "type"}
         # "5号冷柜": a learnt label attached to a number names one specific entity, as a lexicon word does.
-        cues += [Cue(kind="type", word=word, start=start, end=end, type=type_, qualified=qualified_span(text, start, end))
-                 for word, type_, start, end in matcher.registry_type_cues(text) if (start, end, type_) not in known]
+        registry = [Cue(kind="type", word=word, start=start, end=end, type=type_, qualified=qualified_span(text, start, end))
+                    for word, type_, start, end in matcher.registry_type_cues(text)]
+        # A lexicon word inside a longer word the registry uses for one of its types ("车" of "叉车", every
+        # forklift's label) is that word's ending, not a word of its own for another type.
+        cues = [c for c in cues if c.kind != "type" or not any(
+            r.start <= c.start and c.end <= r.end and r.end - r.start > c.end - c.start and r.type != c.type
+            for r in registry)]
+        cues += [r for r in registry if (r.start, r.end, r.type) not in known]
     if hasattr(matcher, "types_of_kind"):
         known = {(c.start, c.end, c.type) for c in cues if c.kind == "type"}
         # ... or heading a compound whose modifier the registry knows ("水产供应商": 水产 is a category of suppliers);
         # a one-character noun in a compound is a name's own ending ("冷链车", "春熙路店"), not a generic head.
+        # ... or opening the sentence as a possessor ("狗狗的驱虫药还有吗": the dogs, whichever are meant).
         cues += [replace(c, type=type_, category=None) for c in cues if c.noun_kind
-                 and (heads_pointer(text, c.start) or (c.end - c.start >= 2 and c.start >= 2 and _CJK_PAIR.match(text, c.start - 2)
-                                                       and known_word(matcher, text[c.start - 2:c.start])))
+                 and (heads_pointer(text, c.start) or _opens_possessor(text, c.start, c.end)
+                      or (c.end - c.start >= 2 and c.start >= 2 and _CJK_PAIR.match(text, c.start - 2)
+                          and known_word(matcher, text[c.start - 2:c.start])))
                  for type_ in matcher.types_of_kind(c.noun_kind) if (c.start, c.end, type_) not in known]
     return cues
+
+
+def _determiner_gai(text: str, end: int, matcher) -> bool:
+    """"该" points back ("该设备", "该工单", "该 SK-16") only before a word the lexicon or the registry knows;
+    before anything else it is the modal "should" ("液压油该换了")."""
+    rest = normalize_key(text[end:end + 4]).lstrip()
+    if not rest:
+        return False
+    if rest[0].isascii():
+        return rest[0].isalnum()
+    if any(rest[:n] in _lexicon() for n in range(1, len(rest) + 1)):
+        return True
+    return hasattr(matcher, "knows") and matcher.knows(rest[:2])
 
 
 @lru_cache(maxsize=1)
@@ -187,6 +212,15 @@ def _lexicon() -> frozenset[str]:
     words |= {normalize_key(w) for _t, ws in CATEGORIES.values() for w in ws}
     words |= {normalize_key(w) for nouns, _stems in KINDS.values() for w in nouns}
     return frozenset(words)
+
+
+def _opens_possessor(text: str, start: int, end: int) -> bool:
+    return not text[:start].strip() and text[end:end + 1] == "的"
+
+
+def lexicon_word(word: str) -> bool:
+    """A type word, category word or generic noun of the lexicon."""
+    return normalize_key(word) in _lexicon()
 
 
 def known_word(matcher, word: str) -> bool:

@@ -85,6 +85,12 @@ _CLASSIFIER_KINDS = {"单": {"order"}, "张": {"order"}, "份": {"order"}, "辆"
 _CONTEXT_KINDS = frozenset({"order", "store", "room", "site", "supplier"})
 
 
+def classifier_kinds(cue_word: str) -> frozenset[str] | None:
+    """The kinds a pointer's classifier asks for ("那台" → device, vehicle), None when it asks for none."""
+    kinds = next((k for ch, k in _CLASSIFIER_KINDS.items() if ch in cue_word), None)
+    return frozenset(kinds) if kinds else None
+
+
 def turn_focus(ids: list[int], matcher: EntityMatcher, cue_word: str = "",
                type_of: Callable[[int], str] = lambda _i: "") -> list[int]:
     """Several entities in the turn pointed back at: which one the pointer means.
