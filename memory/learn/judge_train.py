@@ -1,6 +1,6 @@
 """Train and report the learned judge (D25):
 
-    python -m memory.learn train judge            # fit on evaluation/learn/judge-tune.jsonl → models/judge.npz
+    python -m memory.learn train judge            # fit on evaluation/learn/judge-tune*.jsonl → models/judge.npz
     python -m memory.learn train judge --cv 5     # cross-validation on the tuning half only, nothing written
     python -m memory.learn report judge           # the report half, written by someone who saw neither
                                                   # the code nor the tuning half: figures only, never tuning
@@ -49,8 +49,9 @@ def _setup() -> None:
 
 
 def load(split: str) -> list[dict]:
-    """The rows of a half: `judge-<split>.jsonl`, then any `judge-<split>-*.jsonl` beside it (the tuning
-    half's extra pairs, written later by another blind writer), in name order."""
+    """The rows of a half: `judge-<split>.jsonl`, then any `judge-<split>-*.jsonl` beside it, in name
+    order (the tuning half's `-extra`, written later by another blind writer, and `-more`, 1,061 pairs
+    of 41 other domains aimed at what the judge missed out of fold)."""
     paths = [DATA / f"judge-{split}.jsonl", *sorted(DATA.glob(f"judge-{split}-*.jsonl"))]
     return [json.loads(line) for path in paths for line in path.read_text(encoding="utf-8").splitlines()
             if line.strip()]
