@@ -1,7 +1,9 @@
 """Train and report the learned judge (D25):
 
-    python -m memory.learn train judge            # fit on evaluation/learn/judge-tune*.jsonl → models/judge.npz
+    python -m memory.learn train judge            # fit on evaluation/learn/judge-tune.jsonl → models/judge.npz
     python -m memory.learn train judge --cv 5     # cross-validation on the tuning half only, nothing written
+    python -m memory.learn train judge --cv 5 --with evaluation/learn/pending/judge-tune-more.jsonl
+                                                  # … with pairs not yet in the tuning half (their own domains)
     python -m memory.learn report judge           # the report half, written by someone who saw neither
                                                   # the code nor the tuning half: figures only, never tuning
 
@@ -49,9 +51,8 @@ def _setup() -> None:
 
 
 def load(split: str) -> list[dict]:
-    """The rows of a half: `judge-<split>.jsonl`, then any `judge-<split>-*.jsonl` beside it, in name
-    order (the tuning half's `-extra`, written later by another blind writer, and `-more`, 1,061 pairs
-    of 41 other domains aimed at what the judge missed out of fold)."""
+    """The rows of a half: `judge-<split>.jsonl`, then any `judge-<split>-*.jsonl` beside it (the tuning
+    half's extra pairs, written later by another blind writer), in name order."""
     paths = [DATA / f"judge-{split}.jsonl", *sorted(DATA.glob(f"judge-{split}-*.jsonl"))]
     return [json.loads(line) for path in paths for line in path.read_text(encoding="utf-8").splitlines()
             if line.strip()]
@@ -216,11 +217,15 @@ def train(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m memory.learn train judge")
     p.add_argument("--cv", type=int, default=0, help="k-fold cross-validation on the tuning half; writes nothing")
     p.add_argument("--out", default=None, help="where to write the model (default memory/learn/models/judge.npz)")
+    p.add_argument("--with", dest="extra", action="append", default=[],
+                   help="a JSONL file of more tuning pairs (same format), read after the tuning half")
     args = p.parse_args(argv)
     _setup()
     from memory.learn.judge_model import MODEL_PATH, forget_loaded
 
-    rows = with_unrelated(load("tune"))
+    extra = [json.loads(line) for path in args.extra for line in Path(path).read_text(encoding="utf-8").splitlines()
+             if line.strip()]
+    rows = with_unrelated(load("tune") + extra)
     y = np.array([LABELS.index(r["label"]) for r in rows])
     # Folds by domain: the report half's domains are others, and one domain's pairs share their wording.
     groups = np.array([zlib.crc32(r["domain"].encode()) for r in rows])  # stable across processes
