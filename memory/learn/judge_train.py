@@ -2,6 +2,8 @@
 
     python -m memory.learn train judge            # fit on evaluation/learn/judge-tune.jsonl → models/judge.npz
     python -m memory.learn train judge --cv 5     # cross-validation on the tuning half only, nothing written
+    python -m memory.learn train judge --cv 5 --with evaluation/learn/pending/judge-tune-more.jsonl
+                                                  # … with pairs not yet in the tuning half (their own domains)
     python -m memory.learn report judge           # the report half, written by someone who saw neither
                                                   # the code nor the tuning half: figures only, never tuning
 
@@ -215,11 +217,15 @@ def train(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m memory.learn train judge")
     p.add_argument("--cv", type=int, default=0, help="k-fold cross-validation on the tuning half; writes nothing")
     p.add_argument("--out", default=None, help="where to write the model (default memory/learn/models/judge.npz)")
+    p.add_argument("--with", dest="extra", action="append", default=[],
+                   help="a JSONL file of more tuning pairs (same format), read after the tuning half")
     args = p.parse_args(argv)
     _setup()
     from memory.learn.judge_model import MODEL_PATH, forget_loaded
 
-    rows = with_unrelated(load("tune"))
+    extra = [json.loads(line) for path in args.extra for line in Path(path).read_text(encoding="utf-8").splitlines()
+             if line.strip()]
+    rows = with_unrelated(load("tune") + extra)
     y = np.array([LABELS.index(r["label"]) for r in rows])
     # Folds by domain: the report half's domains are others, and one domain's pairs share their wording.
     groups = np.array([zlib.crc32(r["domain"].encode()) for r in rows])  # stable across processes
