@@ -112,15 +112,28 @@ def _different_things(p: PairInput) -> bool:
     return f.speaker_differs or f.ident_conflict
 
 
-def _unlabelled(p: PairInput) -> PairInput:
-    """The pair as the model reads it: without a transcript's speaker label ("Melanie: ..."). The
-    guards saw the labels (another speaker is never the same memory); the model was trained on
-    statements without them, and one shared label made unrelated remarks of a speaker read as one
-    subject (LoCoMo, D29: 39 of a conversation's pairs at P(replaces) >= 0.9 with it, 17 without)."""
+def _unlabelled(p: PairInput) -> PairInput | None:
+    """The pair without a transcript's speaker labels ("Melanie: ..."), or None when it has none."""
     older, newer = split_speaker(p.older)[1], split_speaker(p.newer)[1]
     if older == p.older and newer == p.newer:
-        return p
+        return None
     return dataclasses.replace(p, older=older, newer=newer)
+
+
+def _label_guard(model, bands: dict, pairs: list[PairInput], out: list) -> None:
+    """A replace between two labelled transcript lines is decided on the lines without the labels. The model was
+    trained on statements without them, and one shared label made a speaker's unrelated remarks read as
+    one subject (LoCoMo: 39 of one conversation's pairs at P(replaces) >= 0.9 with it, 17 without).
+    Only replaces are read again: the duplicate verdicts stay as they were (reading every pair without
+    its label turned more remarks into restatements, and LoCoMo's recall fell with them)."""
+    again = [(i, q) for i, d in enumerate(out) if d is not None and d.action in ("supersede", "conflict")
+             and (q := _unlabelled(pairs[i])) is not None]
+    if not again:
+        return
+    scalars, vectors = pair_matrix(encoder(), [q for _, q in again])
+    for (i, _), row in zip(again, model.proba(model.inputs(scalars, vectors))):
+        named = dict(zip(model.labels, row))
+        out[i] = Decision(decide(named, bands), float(named["supersede"]), named)
 
 
 def ruled_out(p: PairInput, older_scope: str = "user", newer_scope: str = "user") -> str | None:
@@ -146,11 +159,12 @@ def judge_pairs(pairs: list[PairInput], scopes: list[tuple[str, str]] | None = N
         else:
             todo.append(i)
     if todo:
-        scalars, vectors = pair_matrix(encoder(), [_unlabelled(pairs[i]) for i in todo])
+        scalars, vectors = pair_matrix(encoder(), [pairs[i] for i in todo])
         proba = model.proba(model.inputs(scalars, vectors))
         for i, row in zip(todo, proba):
             named = dict(zip(model.labels, row))
             out[i] = Decision(decide(named, bands), float(named["supersede"]), named)
+        _label_guard(model, bands, pairs, out)
     return out  # type: ignore[return-value]
 
 

@@ -52,13 +52,15 @@ def test_a_duplicate_in_other_words_is_a_duplicate():
     assert action("我不吃香菜", "香菜我是一口都不碰的，点菜的时候记着点", "preference", "preference").action == "duplicate"
 
 
-def test_the_model_reads_statements_without_their_speaker_label():
+def test_a_replace_between_transcript_lines_is_read_without_their_speaker_labels():
     """A transcript line's speaker label is the guards' (another speaker is never the same memory);
-    the model reads one speaker's two statements as it reads them unlabelled, so a shared label does
-    not make two remarks one subject."""
+    a replace between one speaker's two lines is decided as if they were said without labels, so a
+    shared label does not make two remarks one subject."""
     older, newer = "Pottery is a huge part of my life.", "Started when I was young and it's been great."
     labelled = action(f"Melanie: {older}", f"Melanie: {newer}")
     plain = action(older, newer)
+    assert plain.action != "supersede"
+    assert (labelled.action, labelled.reason) == (plain.action, "model")
     assert labelled.proba == pytest.approx(plain.proba)
     assert action(f"Caroline: {older}", f"Melanie: {newer}").reason == "another thing or person"
 
