@@ -232,9 +232,10 @@ MEMORY_THRESHOLDS = env.json("MEMORY_THRESHOLDS", default={})
 # leave side by side, with no other value and no change announced, is a restatement: a duplicate
 # (memory/services/subject_tier.py, D25). 0.5: the judge's own trained duplicate band.
 MEMORY_RESTATEMENT_MIN = env.float("MEMORY_RESTATEMENT_MIN", default=0.5)
-# The learned judge's replaces where the subject rules left a pair side by side (subject_tier.py, D29). On since
-# session 22: LoCoMo cost nothing once the model read statements without a transcript's speaker label
-# (memory/learn/judge.py; on 3 conversations R@5/10/25 off 69.7/78.5/88.2, on 69.3/78.5/88.1, docs/evaluation.md).
+# The learned judge's replaces where the subject rules left a pair side by side (subject_tier.py, D29). Off by
+# default while they cost LoCoMo recall: all ten conversations, session 22's tree, R@5/10/25 on 63.2/74.6/85.1,
+# off 64.4/75.7/86.5 (session 21, before a replace between transcript lines was read without their speaker
+# labels: on 60.4/70.3/79.7). On, the held-out file g's stale injection fell 0.55 -> 0.40 (docs/evaluation.md).
 # P(replaces) >= min supersedes the likeliest older memory; >= conflict makes a possible conflict (none at 0.9/0.9:
 # on bench.changes report2 (crowd) 0.9 replaces 11 of 40 changes, 1 of 20 other attributes, 2 wrong targets; docs/evaluation.md).
 # `min_cosine`: only memories at least this close (stored cosine) are judged ("我们合作社今年的采购预算是八十万" /
@@ -242,7 +243,7 @@ MEMORY_RESTATEMENT_MIN = env.float("MEMORY_RESTATEMENT_MIN", default=0.5)
 # `needs_change_word`: only a statement with a change word or a negation (memory/subjects/current.may_say_change)
 # replaces: another attribute of one person ("李大爷养了一只鹦鹉" / "李大爷是退休的木匠") reads P 0.99 to the model.
 MEMORY_LEARNED_REPLACE = env.json("MEMORY_LEARNED_REPLACE", default={
-    "enabled": True, "min": 0.9, "conflict": 0.9, "judged": 8, "needs_change_word": True, "min_cosine": 0.4})
+    "enabled": False, "min": 0.9, "conflict": 0.9, "judged": 8, "needs_change_word": True, "min_cosine": 0.4})
 TASK_MEMORY_TTL_HOURS = env.int("TASK_MEMORY_TTL_HOURS", default=24)
 # Pending extraction (Message.extracted_at NULL, set in the message's own transaction) older than this is
 # queued again (extracted in place with eager tasks) by the sweep; 600 s while the default queue has a backlog.

@@ -23,7 +23,7 @@ def say(api, conv, content, at):
 
 @pytest.fixture(autouse=True)
 def learned_replace_on(settings):
-    """On by default (D29); on here whatever the environment sets, so the mechanism is what is tested."""
+    """Off by default (D29: LoCoMo); what is tested here is the mechanism when an operator turns it on."""
     settings.MEMORY_LEARNED_REPLACE = {**settings.MEMORY_LEARNED_REPLACE, "enabled": True}
 
 
