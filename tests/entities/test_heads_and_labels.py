@@ -3,8 +3,9 @@ lexicon word, plate prefixes, the modal "该", and unknown compounds after a dem
 a registry (a dairy farm's yard and an office) that no labelled file uses."""
 from datetime import datetime, timezone
 
-from entities.matcher import EntityMatcher, EntityRef
+from entities.matcher import EntityRef
 from entities.resolver import MentionEvidence, resolve
+from tests.entities.registry_fixture import build_matcher
 
 BARN_E = EntityRef(1, "barn", "B-E", "东牛舍")
 BARN_W = EntityRef(2, "barn", "B-W", "西牛舍")
@@ -32,13 +33,7 @@ RELATIONS = [(LOADER_1, "based_at", BARN_E), (LOADER_2, "based_at", BARN_W), (LO
 
 
 def matcher():
-    m = EntityMatcher(REGISTRY.values())
-    m.attributes = dict(ATTRIBUTES)
-    graph: dict[int, list] = {}
-    for a, type_, b in RELATIONS:
-        graph.setdefault(a.id, []).append((b.id, type_, "out"))
-        graph.setdefault(b.id, []).append((a.id, type_, "in"))
-    m.graph = {k: tuple(v) for k, v in graph.items()}
+    m = build_matcher(REGISTRY.values(), ATTRIBUTES, RELATIONS)
     return m
 
 

@@ -1,8 +1,9 @@
 """A glued modifier the named entity does not carry (entities/modifiers.py), and look-alikes told apart by a word
 naming a neighbour of some of them (entities/qualifiers.py). Pure resolver, no DB; the registry is a warehouse
 that no labelled file uses."""
-from entities.matcher import EntityMatcher, EntityRef
+from entities.matcher import EntityRef
 from entities.resolver import resolve
+from tests.entities.registry_fixture import build_matcher
 
 ZONE_N = EntityRef(1, "zone", "Z-N", "北区冷库", ("北库",))
 ZONE_S = EntityRef(2, "zone", "Z-S", "南区常温库", ("南库",))
@@ -25,13 +26,7 @@ RELATIONS = [(FORK_A, "located_in", ZONE_S), (FORK_B, "located_in", ZONE_N), (SC
 
 
 def matcher():
-    m = EntityMatcher(REGISTRY.values())
-    m.attributes = dict(ATTRIBUTES)
-    graph: dict[int, list] = {}
-    for a, type_, b in RELATIONS:
-        graph.setdefault(a.id, []).append((b.id, type_, "out"))
-        graph.setdefault(b.id, []).append((a.id, type_, "in"))
-    m.graph = {k: tuple(v) for k, v in graph.items()}
+    m = build_matcher(REGISTRY.values(), ATTRIBUTES, RELATIONS)
     return m
 
 

@@ -5,6 +5,7 @@ from datetime import datetime, timezone
 from entities.evidence import person_forms
 from entities.matcher import EntityMatcher, EntityRef
 from entities.resolver import MentionEvidence, resolve
+from tests.entities.registry_fixture import build_matcher
 
 ROOM = EntityRef(1, "room", "R-1", "108房")
 ELDER_A = EntityRef(2, "resident", "RS-A", "赵淑珍")
@@ -19,12 +20,7 @@ T0 = datetime(2026, 10, 5, 1, 0, tzinfo=timezone.utc)
 
 
 def matcher():
-    m = EntityMatcher(REGISTRY.values())
-    graph: dict[int, list] = {}
-    for a, type_, b in RELATIONS:
-        graph.setdefault(a.id, []).append((b.id, type_, "out"))
-        graph.setdefault(b.id, []).append((a.id, type_, "in"))
-    m.graph = {k: tuple(v) for k, v in graph.items()}
+    m = build_matcher(REGISTRY.values(), relations=RELATIONS)
     return m
 
 

@@ -4,8 +4,9 @@ not 卡罗拉车险), a learnt label's head character after a pointer ("哪只�
 brewery and a family's cars) that no labelled file uses."""
 from datetime import datetime, timezone
 
-from entities.matcher import EntityMatcher, EntityRef
+from entities.matcher import EntityRef
 from entities.resolver import MentionEvidence, resolve
+from tests.entities.registry_fixture import build_matcher
 
 LOT_A = EntityRef(1, "lot", "L-A", "2025世涛A批")
 LOT_B = EntityRef(2, "lot", "L-B", "2025世涛B批")
@@ -29,13 +30,7 @@ T0 = datetime(2026, 11, 8, 1, 0, tzinfo=timezone.utc)
 
 
 def got(text, **kwargs):
-    m = EntityMatcher(REGISTRY.values())
-    m.attributes = dict(ATTRIBUTES)
-    graph: dict[int, list] = {}
-    for a, type_, b in RELATIONS:
-        graph.setdefault(a.id, []).append((b.id, type_, "out"))
-        graph.setdefault(b.id, []).append((a.id, type_, "in"))
-    m.graph = {k: tuple(v) for k, v in graph.items()}
+    m = build_matcher(REGISTRY.values(), ATTRIBUTES, RELATIONS)
     res = resolve(text, matcher=m, entities=REGISTRY, allowed=lambda i: i != CAR_K.id, **kwargs)
     return res.status, res.entity_id if res.status == "resolved" else sorted(res.candidates)
 
