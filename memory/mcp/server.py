@@ -49,7 +49,7 @@ def _ping(principal: ApiPrincipal, request: types.PingRequest) -> types.EmptyRes
 
 
 def _list_tools(principal: ApiPrincipal, request: types.ListToolsRequest) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=tool_list())  # two tools: one page, no cursor
+    return types.ListToolsResult(tools=tool_list())  # three tools: one page, no cursor
 
 
 def _call_tool(principal: ApiPrincipal, request: types.CallToolRequest) -> types.CallToolResult:

@@ -226,8 +226,47 @@ def _readable_conversation(principal: ApiPrincipal, conversation_id: int) -> Con
         raise ToolError(f"Conversation {conversation_id} not found.") from None
 
 
+# --------------------------------------------------------------------------- registry
+
+@dataclass(frozen=True)
+class ToolSpec:
+    title: str
+    description: str
+    input_schema: Callable[[], dict]
+    output_schema: dict
+    handler: Callable[[ApiPrincipal, dict], dict]
+
+    @property
+    def name(self) -> str:
+        return self.handler.__name__  # the tool is called as its handler is named: one name, not two
+
+    def tool(self) -> types.Tool:
+        # Every tool here only reads: the annotation says so to clients that read hints, the last
+        # sentence of the description to the model.
+        return types.Tool(
+            name=self.name, title=self.title, description=f"{self.description} Read-only.",
+            input_schema=self.input_schema(), output_schema=self.output_schema,
+            annotations=types.ToolAnnotations(title=self.title, read_only_hint=True, open_world_hint=False),
+        )
+
+
+TOOLS: dict[str, ToolSpec] = {}  # filled by @_tool in definition order, which is the order tools/list shows
+
+
+def _tool(*, title: str, description: str, input_schema: Callable[[], dict], output_schema: dict):
+    def register(handler: Callable[[ApiPrincipal, dict], dict]) -> Callable[[ApiPrincipal, dict], dict]:
+        spec = ToolSpec(title=title, description=description, input_schema=input_schema,
+                        output_schema=output_schema, handler=handler)
+        TOOLS[spec.name] = spec
+        return handler
+    return register
+
+
 # --------------------------------------------------------------------------- handlers
 
+@_tool(title="Recall memories", input_schema=_recall_input_schema, output_schema=RECALL_OUTPUT_SCHEMA,
+       description="Search the acting user's long-term memory (preferences, facts, events, context, episodes). "
+                   "Returns the best matches with their dates, sources and scores.")
 def recall_memory(principal: ApiPrincipal, arguments: dict) -> dict:
     v = _validated(s.RecallInputSerializer, arguments)
     conversation_id = v.get("conversation_id")
@@ -239,6 +278,10 @@ def recall_memory(principal: ApiPrincipal, arguments: dict) -> dict:
     return recall_body(result, explain=False)  # the body RecallApi returns (without explain)
 
 
+@_tool(title="Assemble context", input_schema=_context_input_schema, output_schema=CONTEXT_OUTPUT_SCHEMA,
+       description="Build the token-budgeted context for the next turn of a conversation: your evidence "
+                   "(numbered for citation), task state, relevant memories, summary and recent messages, ending "
+                   "with the new message; each section says what was included, dropped or truncated.")
 def get_context(principal: ApiPrincipal, arguments: dict) -> dict:
     conversation_id = arguments["conversation_id"]
     v = _validated(s.ContextInputSerializer, {k: val for k, val in arguments.items() if k != "conversation_id"})
@@ -251,6 +294,10 @@ def get_context(principal: ApiPrincipal, arguments: dict) -> dict:
     return context_data(result)  # the body ContextApi returns
 
 
+@_tool(title="Entity neighbours", input_schema=_neighbours_input_schema, output_schema=NEIGHBOURS_OUTPUT_SCHEMA,
+       description="List the business objects related to one entity (a work order's asset, an asset's model, "
+                   "site and work orders), with each relation's type, direction and validity; only entities the "
+                   "acting user may read.")
 def entity_neighbours(principal: ApiPrincipal, arguments: dict) -> dict:
     from entities.api.serializers import NeighboursOutputSerializer
     from entities.policy import get_access_policy
@@ -271,48 +318,7 @@ def entity_neighbours(principal: ApiPrincipal, arguments: dict) -> dict:
     return NeighboursOutputSerializer({"entity": entity, "neighbours": out}).data
 
 
-# --------------------------------------------------------------------------- registry
-
-@dataclass(frozen=True)
-class ToolSpec:
-    name: str
-    title: str
-    description: str
-    input_schema: Callable[[], dict]
-    output_schema: dict
-    handler: Callable[[ApiPrincipal, dict], dict]
-
-    def tool(self) -> types.Tool:
-        return types.Tool(
-            name=self.name, title=self.title, description=self.description, input_schema=self.input_schema(),
-            output_schema=self.output_schema,
-            annotations=types.ToolAnnotations(title=self.title, read_only_hint=True, open_world_hint=False),
-        )
-
-
-TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in [
-    ToolSpec(
-        name="recall_memory", title="Recall memories", input_schema=_recall_input_schema,
-        output_schema=RECALL_OUTPUT_SCHEMA, handler=recall_memory,
-        description="Search the acting user's long-term memory (preferences, facts, events, context, episodes). "
-                    "Returns the best matches with their dates, sources and scores. Read-only.",
-    ),
-    ToolSpec(
-        name="get_context", title="Assemble context", input_schema=_context_input_schema,
-        output_schema=CONTEXT_OUTPUT_SCHEMA, handler=get_context,
-        description="Build the token-budgeted context for the next turn of a conversation: your evidence "
-                    "(numbered for citation), task state, relevant memories, summary and recent messages, ending "
-                    "with the new message; each section says what was included, dropped or truncated. Read-only.",
-    ),
-    ToolSpec(
-        name="entity_neighbours", title="Entity neighbours", input_schema=_neighbours_input_schema,
-        output_schema=NEIGHBOURS_OUTPUT_SCHEMA, handler=entity_neighbours,
-        description="List the business objects related to one entity (a work order's asset, an asset's model, "
-                    "site and work orders), with each relation's type, direction and validity; only entities the "
-                    "acting user may read. Read-only.",
-    ),
-]}
-
+# --------------------------------------------------------------------------- tools/list and tools/call
 
 def tool_list() -> list[types.Tool]:
     return [spec.tool() for spec in TOOLS.values()]
