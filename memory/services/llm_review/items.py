@@ -18,24 +18,37 @@ __all__ = ["Batch", "GateItem", "PairItem", "REVIEW_KEY", "batches", "pending_co
 REVIEW_KEY = "llm_review"  # MemoryConflict.signals[REVIEW_KEY] and Memory.metadata["gate"][REVIEW_KEY]
 
 
+class _Item:
+    """An item is about one row, the conflict or the memory; it belongs to that row's org and user,
+    and batches group by that owner."""
+
+    @property
+    def row(self) -> MemoryConflict | Memory:
+        raise NotImplementedError
+
+    @property
+    def owner(self) -> tuple[int, str]:
+        return self.row.org_id, self.row.user_id
+
+
 @dataclass
-class PairItem:
+class PairItem(_Item):
     conflict: MemoryConflict
     older: Memory
     newer: Memory
 
     @property
-    def owner(self) -> tuple[int, str]:
-        return self.conflict.org_id, self.conflict.user_id
+    def row(self) -> MemoryConflict:
+        return self.conflict
 
 
 @dataclass
-class GateItem:
+class GateItem(_Item):
     memory: Memory
 
     @property
-    def owner(self) -> tuple[int, str]:
-        return self.memory.org_id, self.memory.user_id
+    def row(self) -> Memory:
+        return self.memory
 
 
 @dataclass

@@ -62,8 +62,7 @@ def batch_payload(batch: Batch) -> tuple[dict, dict[int, object]]:
 
 
 def _ids(batch: Batch) -> str:
-    return ",".join(f"{'c' if isinstance(i, PairItem) else 'm'}{i.conflict.id if isinstance(i, PairItem) else i.memory.id}"
-                    for i in batch.items)
+    return ",".join(f"{'c' if isinstance(i, PairItem) else 'm'}{i.row.id}" for i in batch.items)
 
 
 def _review_batch(client: ReviewClient, batch: Batch, counts: Counter) -> None:
