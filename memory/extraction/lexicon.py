@@ -22,6 +22,7 @@ Pattern = re.Pattern[str]
 class Lexicon:
     lang: str
     do_not_remember: Callable[[str], bool]
+    forget_request: Pattern  # "forget my ex's address": a request about what was said before, not a statement
     is_question: Callable[[str], bool]
     is_request: Callable[[str], bool]
     proposal: Pattern  # "我们开会吧" / "let's ...": a suggestion to do something now, not a statement

@@ -38,13 +38,16 @@ def _lexicon(lang: str):
 
 def closed_class(sentence: str) -> str | None:
     """The closed class that decides a user sentence without the model: "question", "ack" (a greeting,
-    thanks or acknowledgement and nothing else), "do_not_remember" or "task" (an instruction for the
-    task at hand only). None: the model decides."""
+    thanks or acknowledgement and nothing else), "do_not_remember", "forget_request" (asking to forget
+    something said before: the sentence is not kept, but unlike a do-not-remember the rest of its
+    message is) or "task" (an instruction for the task at hand only). None: the model decides."""
     s = strip_end(sentence.strip())
     lang = detect_lang(s)
     lex = _lexicon(lang)
     if ZH.do_not_remember(s) or EN.do_not_remember(s):
         return "do_not_remember"
+    if ZH.forget_request.search(s) or EN.forget_request.search(s):
+        return "forget_request"
     if lex.is_question(sentence.strip()):
         return "question"
     if _PATTERNS.zh.ack.match(s) or _PATTERNS.en.ack.match(s):
@@ -66,7 +69,7 @@ def signals(sentence: str) -> np.ndarray:
         lex.is_question(sentence.strip()),
         lex.is_request(s) or bool(lex.proposal.search(s)),
         bool(_PATTERNS.zh.ack.match(s) or _PATTERNS.en.ack.match(s)),
-        ZH.do_not_remember(s) or EN.do_not_remember(s),
+        ZH.do_not_remember(s) or EN.do_not_remember(s) or bool(ZH.forget_request.search(s) or EN.forget_request.search(s)),
         bool(lex.opinion.search(s)),
         bool(lex.task_marker.search(s) and lex.task_instruction.search(s)) or task_scope(s, lang),
         bool(lex.long_term.search(s)),

@@ -13,7 +13,7 @@ from django.utils import timezone
 from conversations.selectors import conversation_count, message_ids_created_since, message_ids_of_owner
 from conversations.services import messages_redact, summaries_delete
 from memory.cache import memory_cache, user_generation_bump
-from memory.choices import ForgetRequestStatus, MemoryKind, MemoryStatus
+from memory.choices import ForgetRequestStatus, MemoryStatus
 from memory.enqueue import FORGET_REQUEST_EXECUTE, MEMORY_POINTS_DELETE, enqueue
 from memory.models import ForgetRequest, ForgetRule, Memory, MemoryEmbedding, MemorySource, MemoryTerms, MemoryVersion
 from memory.recall import RecallQuery, recall
@@ -37,9 +37,8 @@ def forget_preview(*, org: Org, user_id: str, query: str, k: int = 20) -> list[t
     # Judged on absolute evidence (raw cosine, or sharing the query's best keyword match), or on a
     # clear lead of the best match over everything else, never on rank alone: the top hit of an
     # unrelated query must not be forgotten just for being first. The turn that asked is not what it
-    # asks about.
-    items = [i for i in result.items
-             if not (i.memory.kind == MemoryKind.EPISODE and is_request_turn(i.memory.content, query))]
+    # asks about, whether it was kept as an episode or (read as a statement) as a memory of its own.
+    items = [i for i in result.items if not is_request_turn(i.memory.content, query)]
     matched = {i.memory.id: (i.memory, i.parts["relevance"]) for i in items
                if i.parts["cosine"] >= settings.FORGET_PREVIEW_MIN_COSINE or i.parts["keyword"] >= 0.5}
     if not matched:

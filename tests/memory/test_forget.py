@@ -72,6 +72,30 @@ def test_forget_by_query_removes_everything(api):
     assert "文三路" not in json.dumps(list(AuditEvent.objects.values("detail")), ensure_ascii=False)
 
 
+def test_the_turn_that_asks_to_forget_is_neither_kept_nor_taken_for_its_target(api):
+    """The user asks in the conversation, then the agent forwards the request by query: the asking turn
+    is not remembered as a statement, and the preview takes the address, not the turn that asked."""
+    s1 = create_conversation(api, "s1")
+    say(api, s1, "I stay at my ex's place some weekends, 44 Linden Court, unit 2, so the kids can see their dad.")
+    ask = "hey, please forget my ex's address, the kids' stuff is enough."
+    say(api, s1, ask)
+    assert not Memory.objects.filter(content__contains="please forget").exclude(kind="episode").exists()
+    _, preview = forget_by_query(api, "my ex's address")
+    assert any("Linden Court" in m["content"] for m in preview)
+    assert all("please forget" not in m["content"] for m in preview)
+    assert not Memory.objects.filter(status="active", content__contains="Linden").exists()
+
+
+def test_a_memory_that_restates_the_request_is_not_its_target(api):
+    """Even kept as a memory of its own (an agent wrote it down), the request is not what it asks about."""
+    say(api, create_conversation(api, "s1"), "My ex lives at 44 Linden Court, unit 2.")
+    assert api.post("/api/v1/memories", {"kind": "preference", "content": "Please forget my ex's address."},
+                    format="json").status_code == 201
+    _, preview = forget_by_query(api, "my ex's address")
+    assert any("Linden Court" in m["content"] for m in preview)
+    assert all("forget" not in m["content"] for m in preview)
+
+
 def test_reextraction_cannot_bring_it_back(api):
     s1 = create_conversation(api, "s1")
     say(api, s1, f"我家住在{SECRET}。")

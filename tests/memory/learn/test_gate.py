@@ -30,6 +30,16 @@ def standing(text: str) -> list:
     ("ok got it", "ack"),
     ("这个别记", "do_not_remember"),
     ("Don't remember this.", "do_not_remember"),
+    ("I don't want that saved anywhere.", "do_not_remember"),
+    # Asking to forget what was said before: the sentence goes, the rest of its message stays.
+    ("hey, please forget my ex's address", "forget_request"),
+    ("can you delete the part about my brother's debts", "forget_request"),
+    ("钥匙柜密码那条你删了吧", "forget_request"),
+    ("那条关于我工资的删了吧", "forget_request"),
+    # …and what only looks like it is a statement.
+    ("I always forget my keys.", None),
+    ("Don't forget my mom's birthday is Friday.", None),
+    ("我把旧app删了", None),
     ("这次先发Word版", "task"),
     ("For this order, round the totals up.", "task"),
     ("我对花生过敏。", None),
