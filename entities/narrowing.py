@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from entities.evidence import rare_word
 from entities.surface import normalize
 
 _CODE_CHARS = frozenset("0123456789")
@@ -64,7 +65,8 @@ def by_attributes_and_parts(text: str, *, matcher, visible: Callable[[Sequence[i
         sets.append(("skeleton", tuple(sorted(skeleton_ids))))
     elif hasattr(matcher, "name_part_candidates"):
         ids, found_parts = matcher.name_part_candidates(text)
-        if ids and (pointed or sum(len(p) for p in found_parts) >= 3 or values):
+        if ids and (pointed or sum(len(p) for p in found_parts) >= 3 or values
+                    or any(hasattr(matcher, "is_name_part") and matcher.is_name_part(p) and rare_word(p) for p in found_parts)):
             sets.append(("parts", tuple(ids)))
             parts = found_parts
     if not sets:

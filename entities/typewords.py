@@ -21,7 +21,7 @@ from functools import lru_cache
 import ahocorasick
 
 from entities.matcher import inside_token, leftmost_longest, normalize, normalize_key
-from entities.partial import qualified_span
+from entities.partial import ordinal_after, qualified_span
 from entities.typenouns import KINDS, heads_pointer
 
 __all__ = [
@@ -238,6 +238,7 @@ def _qualified(s: str, start: int, end: int) -> bool:
         or before in _QUALIFIER_BEFORE
         or after.isdigit()
         or after in _QUALIFIER_AFTER
+        or ordinal_after(s, end)
     )
 
 
