@@ -274,12 +274,16 @@ class PartIndex:
                         self._value_holders.setdefault(part, set()).add(eid)
         self._index = index
         self._by_type = by_type
-        # The numbers each entity's names carry, as numbers ("02" is 2): what "Transit 2" must agree with.
-        self._numbers = {ref.id: frozenset(int(n) for sf in surfaces[ref.id] for n in re.findall(r"[0-9]+", normalize_key(sf))
-                                           if len(n) <= 6) for ref in refs}
+        # The numbers each entity's names and values carry, as numbers ("02" is 2): what "Transit 2" must agree with.
+        self._numbers = {ref.id: frozenset(
+            int(n) for sf in (*surfaces[ref.id], *attribute_values((attributes or {}).get(ref.id) or {}))
+            for n in re.findall(r"[0-9]+", normalize_key(sf)) if len(n) <= 6) for ref in refs}
         self._automaton = _automaton(index)
         self._type_automaton = _automaton({w: {0} for w in self.type_words})
         self._heads = self.label_heads()
+        # The last character of every thing's name ("机" of 切纸机, "间" of 后道车间): what a name for a thing ends with.
+        self.name_heads = frozenset(key[-1] for ref in refs if "person" not in kinds_of_type(ref.type)
+                                    for sf in surfaces[ref.id] if (key := skeleton(sf)) and _CJK.match(key[-1]))
 
     def label_heads(self) -> dict[str, frozenset[str]]:
         """The last character of each learnt label ("罐" of 发酵罐, "桶" of 橡木桶) → the types it ends."""
@@ -322,6 +326,11 @@ class PartIndex:
         """The parts found in `text`; an abbreviation ("四色机") only as a whole word of the text, so "东湖地" of
         东湖科目二场地 is not read inside "东湖地区"."""
         hits = _hits(self._automaton, text)
+        # A part inside a longer learnt label is the label's ("教练" of "教练车", every car's label, is not the 教练 of
+        # 周教练): the text says which kind, not which one.
+        labels = [(start, end) for start, end, _w, _ids in _hits(self._type_automaton, text)]
+        if labels:
+            hits = [h for h in hits if not any(s <= h[0] and h[1] <= e and e - s > h[1] - h[0] for s, e in labels)]
         if not any(h[2] in self._abbreviated for h in hits):
             return hits
         from entities.partial import _boundaries

@@ -200,6 +200,10 @@ class EntityMatcher:
     def value_holders(self, part: str) -> tuple[int, ...]:
         return self._part_index().value_holders(part)
 
+    def name_heads(self) -> frozenset[str]:
+        """The last characters of the registry's names of things ("机", "间"): how a name for a thing ends here."""
+        return self._part_index().name_heads
+
     def is_name_part(self, part: str) -> bool:
         """`part` is a part of some name or alias, not only of attribute values."""
         return part in self._part_index().name_keys

@@ -22,7 +22,8 @@ _CJK_WORD = re.compile("^[\u3400-\u9fff]{2,}$")
 _CJK_CHAR = re.compile("[\u3400-\u9fff]")
 # Nominal words that modify a following noun: nouns, place and organisation names, distinguishing words,
 # abbreviations, adjectives. Not pronouns, numerals, classifiers, time words, verbs or verbal nouns ("检查").
-_MODIFIER_FLAGS = ("n", "ns", "nz", "nt", "b", "j", "a", "an")
+# Names of people and brands too: jieba tags many brands as personal names ("桑塔纳" nr, "卡罗" nrt).
+_MODIFIER_FLAGS = ("n", "ns", "nz", "nt", "nr", "nrt", "b", "j", "a", "an")
 # Pronouns, numerals, classifiers, particles, prepositions, conjunctions, adverbs, time and place-of words.
 _FUNCTION_FLAGS = ("r", "m", "q", "u", "p", "c", "d", "t", "f", "x", "e", "y", "o")
 LOOK_BACK = 12  # characters read before the name
@@ -108,8 +109,9 @@ def foreign_modifiers(text: str, matches: list, *, matcher, skip: Callable[[str]
             # "Priya Sharma" where only Priya Nair is registered: an English proper name goes on with a capitalised
             # word the entity does not carry, so it is someone (something) else's name.
             modifier = after
-            if skip(modifier.word) or any(q.start < modifier.end and modifier.start < q.end for q in explicit):
-                continue
+            if skip(modifier.word) or any(q.start < modifier.end and modifier.start < q.end for q in explicit) \
+                    or (hasattr(matcher, "registry_type_cues") and matcher.registry_type_cues(modifier.word)):
+                continue  # a lexicon or registry type word is the head the name qualifies ("the HQ Printer")
         else:
             modifier = glued_modifier(text, m.start)
             if modifier is None or skip(modifier.word) \

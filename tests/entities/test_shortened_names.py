@@ -19,7 +19,7 @@ PUPIL_A = EntityRef(9, "student", "ST-1", "李子豪")
 PUPIL_B = EntityRef(10, "student", "ST-2", "王思远")
 CAT_1 = EntityRef(11, "groomer", "GR-1", "Snowcat groomer 1")
 CAT_2 = EntityRef(12, "groomer", "GR-2", "Snowcat groomer 2")
-LODGE_A = EntityRef(13, "lodge", "LG-1", "Summit Lodge")
+LODGE_A = EntityRef(13, "lodge", "LG-1", "Summit Lodge", ("Summit",))
 LODGE_B = EntityRef(14, "lodge", "LG-2", "North Ridge Lodge")
 STAFF_A = EntityRef(15, "staff", "SF-1", "Priya Nair", ("Priya",))
 STAFF_B = EntityRef(16, "staff", "SF-2", "赵敏")
@@ -30,8 +30,8 @@ REGISTRY = {r.id: r for r in (SNOW_A, SNOW_B, SHUTTLE_A, SHUTTLE_B, CAMP_2, CAMP
                               CAT_1, CAT_2, LODGE_A, LODGE_B, STAFF_A, STAFF_B, CAT_3, PUPIL_C, STAFF_C)}
 
 
-def got(text):
-    res = resolve(text, matcher=build_matcher(REGISTRY.values(), {}), entities=REGISTRY)
+def got(text, registry=REGISTRY, attributes=None, relations=()):
+    res = resolve(text, matcher=build_matcher(registry.values(), attributes or {}, relations), entities=registry)
     return res.status, res.entity_id if res.status == "resolved" else sorted(res.candidates)
 
 
@@ -53,6 +53,12 @@ def test_a_rare_word_of_a_name_names_it_alone_and_a_common_one_does_not():
     assert rare_word("途观") and not rare_word("高压")
     assert got("途观的胎压低了") == ("resolved", SHUTTLE_A.id)
     assert got("高压的线路要检查") == ("none", [])
+
+
+def test_a_rare_word_before_an_unregistered_thing_named_like_the_registrys_only_says_where_it_is():
+    # "吹风机" ends as the registry's machines do (机) and is none of them: 德美's hair dryer is not registered.
+    assert got("德美的吹风机坏了") == ("none", [])
+    assert got("途观的空调坏了") == ("resolved", SHUTTLE_A.id)  # a component: no name here ends like it
 
 
 def test_a_three_character_name_is_said_by_its_given_name():
@@ -93,3 +99,37 @@ def test_a_capital_opening_the_sentence_before_another_capital_is_a_modifier():
     assert got("Is the North Ridge lodge open?") == ("resolved", LODGE_B.id)
     assert got("Lee Ridge lodge is closed today") == ("none", [])
     assert got("The Ridge lodge is closed today") == ("resolved", LODGE_B.id)  # "The" names nothing
+
+
+def test_a_capitalised_type_word_after_a_name_is_its_head_not_another_name():
+    assert got("Summit Lodges are full this weekend") == ("resolved", LODGE_A.id)
+
+
+def test_an_english_number_agrees_with_the_numbers_of_values_too():
+    attributes = {CAT_1.id: {"garage": "Garage 5 north bay"}, CAT_2.id: {"garage": "Garage 6 north bay"}}
+    assert got("Which Snowcat is in Garage 5?", attributes=attributes) == ("resolved", CAT_1.id)
+
+
+def test_a_part_inside_a_longer_learnt_label_is_the_labels():
+    # "接驳车" is every shuttle's label; its "接驳" is not the 接驳 of 刘强's alias, so 刘强 is no anchor.
+    driver = EntityRef(20, "staff", "SF-4", "刘强", ("接驳刘师傅",))
+    registry = {r.id: r for r in (SHUTTLE_A, SHUTTLE_B, driver)}
+    relations = [(driver, "drives", SHUTTLE_A)]
+    assert got("接驳车的胎压多少", registry, relations=relations) == ("ambiguous", [SHUTTLE_A.id, SHUTTLE_B.id])
+
+
+def test_a_brand_the_segmenter_tags_as_a_name_modifies_the_head_after_it():
+    # "桑塔纳" (jieba: a personal name) glued before the shuttles' label: a shuttle this registry does not have.
+    assert got("桑塔纳接驳车的刹车片换了吗") == ("none", [])
+    assert got("途观接驳车的刹车片换了吗") == ("resolved", SHUTTLE_A.id)
+
+
+def test_a_one_character_noun_inside_a_longer_word_is_no_type_word():
+    # "车" of "洗车机" (a car wash) is not a vehicle: the station is what is named, not its snowmobiles.
+    station = EntityRef(21, "site", "SI-1", "山顶站")
+    sled_a = EntityRef(22, "vehicle", "V-1", "雪地摩托1号")
+    sled_b = EntityRef(23, "vehicle", "V-2", "雪地摩托2号")
+    registry = {r.id: r for r in (station, sled_a, sled_b)}
+    relations = [(sled_a, "based_at", station), (sled_b, "based_at", station)]
+    assert got("山顶站那辆车没油了", registry, relations=relations) == ("ambiguous", [sled_a.id, sled_b.id])
+    assert got("山顶站的洗车机坏了", registry, relations=relations) == ("resolved", station.id)
