@@ -33,6 +33,9 @@ MAX_VALUE_CHARS = 80  # a description is not a value anyone says
 _NUMBERED = re.compile(r"^(?:[0-9]+|[零〇一二三四五六七八九十百千两]+)号$")
 _CODE = re.compile(r"[a-z0-9]+(?:[\-·./#][a-z0-9]+)+|[a-z]*[0-9][a-z0-9]*")
 _CJK = re.compile("[\u3400-\u9fff]")
+# A Latin code with a digit, standing as a token ("x3", "a4-2"), not a Chinese numbered qualifier ("3号") and not a
+# bare number after a space (see _NUMBER_AFTER_WORD).
+_GLUED_CODE = re.compile(r"(?<![a-z0-9])[a-z]+[0-9][a-z0-9\-]*(?![a-z0-9号])|(?<![a-z0-9 ])[0-9]+[a-z][a-z0-9\-]*(?![a-z0-9号])")
 _NUMBER_AFTER_WORD = re.compile(r"(?<=[a-z] )[0-9]{1,4}\b(?![\-·./#][0-9a-z])")
 _NUMBER_IN_TEXT = re.compile(r"(?<![0-9])(?:[0-9]+|[零〇一二三四五六七八九十百千两]+)号")
 # A pointer with its classifier and one character after it ("哪只桶", "那个罐子", "哪个罐里"): the character may be
@@ -274,6 +277,10 @@ class PartIndex:
                         self._value_holders.setdefault(part, set()).add(eid)
         self._index = index
         self._by_type = by_type
+        # The codes each entity's names and values carry ("x5" of 宝马X5): what a code glued to a part must be.
+        self._codes = {ref.id: frozenset(
+            code for sf in (*surfaces[ref.id], *attribute_values((attributes or {}).get(ref.id) or {}))
+            for code in _CODE.findall(normalize_key(sf))) for ref in refs}
         # The numbers each entity's names and values carry, as numbers ("02" is 2): what "Transit 2" must agree with.
         self._numbers = {ref.id: frozenset(
             int(n) for sf in (*surfaces[ref.id], *attribute_values((attributes or {}).get(ref.id) or {}))
@@ -371,6 +378,13 @@ class PartIndex:
             scores = {eid: parts for eid, parts in scores.items()
                       if all(number in self._numbers.get(eid, ()) for ns, number in counted
                              if any(e + 1 == ns for _s, e in spans[eid]))}
+        # A code glued to a part ("宝马X3" where the registry has 宝马X5) must be the entity's own: another code names
+        # another model, as another number names another building.
+        glued = [(m.start(), m.end(), m.group()) for m in _GLUED_CODE.finditer(normalize(text).text)]
+        if glued:
+            scores = {eid: parts for eid, parts in scores.items()
+                      if all(code in self._codes.get(eid, ()) or code in parts for cs, ce, code in glued
+                             if any(e in (cs, cs - 1) or s in (ce, ce + 1) for s, e in spans[eid]))}
         if not scores:
             return [], []
         top = max(sum(p.values()) for p in scores.values())

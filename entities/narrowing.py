@@ -41,6 +41,16 @@ def _topic(text: str, value: str) -> bool:
     return norm.startswith(value + "的")
 
 
+def _whole_word(text: str, part: str) -> bool:
+    """`part` is a word of the text as the segmenter cuts it: "春熙" is not said in "春熙路店"."""
+    from entities.partial import _boundaries
+
+    norm = normalize(text).text
+    at = norm.find(part)
+    cuts = _boundaries(norm)
+    return at >= 0 and at in cuts and at + len(part) in cuts
+
+
 def _possesses_other(text: str, part: str, matcher) -> bool:
     """`part` is followed by "的" and a thing the registry does not know, named as its things are ("后道的折页机": a
     folding machine of the finishing shop, where the registry's machines end in 机 and none is a 折页机). The part only
@@ -89,7 +99,7 @@ def by_attributes_and_parts(text: str, *, matcher, visible: Callable[[Sequence[i
         ids, found_parts = matcher.name_part_candidates(text)
         if ids and (pointed or sum(len(p) for p in found_parts) >= 3 or values
                     or any(hasattr(matcher, "is_name_part") and matcher.is_name_part(p) and rare_word(p)
-                           and not _possesses_other(text, p, matcher) for p in found_parts)):
+                           and _whole_word(text, p) and not _possesses_other(text, p, matcher) for p in found_parts)):
             sets.append(("parts", tuple(ids)))
             parts = found_parts
     if not sets:

@@ -26,8 +26,9 @@ STAFF_B = EntityRef(16, "staff", "SF-2", "赵敏")
 CAT_3 = EntityRef(17, "groomer", "GR-3", "PistenBully 600")
 PUPIL_C = EntityRef(18, "student", "ST-3", "张国庆")
 STAFF_C = EntityRef(19, "staff", "SF-3", "Ann Lee")
+SLED = EntityRef(24, "snowmobile", "SN-1", "雅马哈VK540")
 REGISTRY = {r.id: r for r in (SNOW_A, SNOW_B, SHUTTLE_A, SHUTTLE_B, CAMP_2, CAMP_3, COACH_A, COACH_B, PUPIL_A, PUPIL_B,
-                              CAT_1, CAT_2, LODGE_A, LODGE_B, STAFF_A, STAFF_B, CAT_3, PUPIL_C, STAFF_C)}
+                              CAT_1, CAT_2, LODGE_A, LODGE_B, STAFF_A, STAFF_B, CAT_3, PUPIL_C, STAFF_C, SLED)}
 
 
 def got(text, registry=REGISTRY, attributes=None, relations=()):
@@ -52,6 +53,8 @@ def test_an_abbreviation_is_read_only_as_a_whole_word_of_the_text():
 def test_a_rare_word_of_a_name_names_it_alone_and_a_common_one_does_not():
     assert rare_word("途观") and not rare_word("高压")
     assert got("途观的胎压低了") == ("resolved", SHUTTLE_A.id)
+    assert got("途观L的胎压低了") == ("resolved", SHUTTLE_A.id)
+    assert got("途观岭的雪道开了吗") == ("none", [])  # a rare word inside a longer word of the text is not said
     assert got("高压的线路要检查") == ("none", [])
 
 
@@ -133,3 +136,9 @@ def test_a_one_character_noun_inside_a_longer_word_is_no_type_word():
     relations = [(sled_a, "based_at", station), (sled_b, "based_at", station)]
     assert got("山顶站那辆车没油了", registry, relations=relations) == ("ambiguous", [sled_a.id, sled_b.id])
     assert got("山顶站的洗车机坏了", registry, relations=relations) == ("resolved", station.id)
+
+
+def test_a_code_glued_to_a_names_word_must_be_the_entitys_own():
+    assert got("雅马哈VK540的油加了吗") == ("resolved", SLED.id)
+    assert got("雅马哈的油加了吗") == ("resolved", SLED.id)
+    assert got("雅马哈VK10的油加了吗") == ("none", [])  # another model of the maker
