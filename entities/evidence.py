@@ -22,7 +22,7 @@ import ahocorasick
 
 from entities.partial import skeleton, type_words
 from entities.surface import EntityRef, inside_token, normalize, normalize_key
-from entities.typenouns import kinds_of_type
+from entities.typenouns import kinds_of_type, works_here
 
 MIN_PART_CHARS = 2  # one character ("车", "店") names a kind at most, never an entity
 MIN_LATIN_PART_CHARS = 3
@@ -33,6 +33,10 @@ MAX_VALUE_CHARS = 80  # a description is not a value anyone says
 _NUMBERED = re.compile(r"^(?:[0-9]+|[零〇一二三四五六七八九十百千两]+)号$")
 _CODE = re.compile(r"[a-z0-9]+(?:[\-·./#][a-z0-9]+)+|[a-z]*[0-9][a-z0-9]*")
 _CJK = re.compile("[\u3400-\u9fff]")
+# A Latin code with a digit, standing as a token ("x3", "a4-2"), not a Chinese numbered qualifier ("3号") and not a
+# bare number after a space (see _NUMBER_AFTER_WORD).
+_GLUED_CODE = re.compile(r"(?<![a-z0-9])[a-z]+[0-9][a-z0-9\-]*(?![a-z0-9号])|(?<![a-z0-9 ])[0-9]+[a-z][a-z0-9\-]*(?![a-z0-9号])")
+_NUMBER_AFTER_WORD = re.compile(r"(?<=[a-z] )[0-9]{1,4}\b(?![\-·./#][0-9a-z])")
 _NUMBER_IN_TEXT = re.compile(r"(?<![0-9])(?:[0-9]+|[零〇一二三四五六七八九十百千两]+)号")
 # A pointer with its classifier and one character after it ("哪只桶", "那个罐子", "哪个罐里"): the character may be
 # the head of a learnt label, standing for its type; followed by another word character it is the start of a word.
@@ -86,14 +90,50 @@ def name_parts(surface: str) -> frozenset[str]:
     return frozenset(parts)
 
 
+RARE_WORD_FREQ = 200  # jieba's dictionary counts over ~60M words: below this a word is a name, not everyday speech
+
+
+def rare_word(part: str) -> bool:
+    """A Chinese name part of two characters that everyday language hardly uses ("朗逸", "柯基", "捷达"; not "下午",
+    "空调", "电池"): said alone, it names what carries it, as a longer part does. jieba's dictionary frequency is the
+    measure of "everyday"."""
+    if len(part) != 2 or not _CJK_ONLY.match(part):
+        return False
+    from entities.partial import quiet_jieba
+
+    jieba = quiet_jieba()
+    if not jieba.dt.initialized:
+        jieba.dt.initialize()
+    return jieba.dt.FREQ.get(part, 0) < RARE_WORD_FREQ
+
+
+def abbreviations(surface: str) -> set[str]:
+    """A Chinese name's word (two characters or more, not a qualifier, not its head) with the name's last character
+    glued after it, where that is not already in the name: "四色机", "对开机" of 海德堡四色胶印机 / 小森对开胶印机."""
+    key = skeleton(surface)
+    if len(key) < 4 or not _CJK.match(key[-1]):
+        return set()
+    head = key[-1]
+    return {part + head for part in name_parts(surface)
+            if len(part) >= MIN_PART_CHARS and _CJK_ONLY.match(part) and not is_qualifier(part)
+            and not key.endswith(part) and part + head not in key}
+
+
+_CJK_ONLY = re.compile("^[\u3400-\u9fff]+$")
+
+
 # How people address or refer to a person by surname: "王工", "张总", "老李", "小陈", "刘老师".
 _TITLES = ("工", "总", "老师", "经理", "师傅", "医生", "大夫", "主任", "姐", "哥", "先生", "女士", "阿姨", "叔")
+# Titles of a trade or an office said after a surname ("吴教练", "李店长", "陈护士"): forms of the people who work there
+# only, never of those served (a patient 王丽 is not "王护士", a student 王思远 not "王教练").
+_TRADE_TITLES = ("教练", "老板", "店长", "护士", "律师", "教授", "院长", "校长", "主管", "队长", "班长", "组长", "科长",
+                 "处长", "厂长", "部长", "所长", "会计", "司机")
 # Kinship titles said after a surname ("王奶奶") or, for a three-character name, after the given name ("桂芳奶奶").
 _KIN = ("奶奶", "爷爷", "大爷", "大妈", "婆婆", "伯伯", "叔叔", "阿姨")
 _PERSON_NAME = re.compile("^[\u3400-\u9fff]{2,4}$")
 
 
-def person_forms(name: str) -> set[str]:
+def person_forms(name: str, *, staff: bool = False) -> set[str]:
     """The ways a Chinese personal name (of a type that names people, entities/typenouns.py) is said in part: the
     surname with a title or 老/小, and for three characters the surname with the first given character ("王晓" of
     王晓雯 and 王晓东 alike, so it names both)."""
@@ -101,11 +141,18 @@ def person_forms(name: str) -> set[str]:
     if not _PERSON_NAME.match(key):
         return set()
     surname = key[0]
-    forms = {surname + t for t in (*_TITLES, *_KIN)} | {"老" + surname, "小" + surname}
+    forms = {surname + t for t in (*_TITLES, *_KIN, *(_TRADE_TITLES if staff else ()))} | {"老" + surname, "小" + surname}
     if len(key) == 3:
         forms.add(key[:2])
         forms.update(key[1:] + t for t in _KIN)
     return forms - {key}
+
+
+def given_name(name: str) -> str | None:
+    """The given name of a three-character Chinese personal name ("子豪" of 李子豪): how family, friends and
+    colleagues say it. A name part, not a registered form: it names alone only when rare (see rare_word)."""
+    key = normalize_key(name)
+    return key[1:] if len(key) == 3 and _PERSON_NAME.match(key) else None
 
 
 def is_qualifier(part: str) -> bool:
@@ -167,7 +214,7 @@ class PartIndex:
                 for part in name_parts(surface):
                     index.setdefault(part, set()).add(ref.id)
             if "person" in kinds_of_type(ref.type):
-                for part in person_forms(ref.name):
+                for part in person_forms(ref.name, staff=works_here(ref.type)):
                     index.setdefault(part, set()).add(ref.id)
         # Registered type names are type words ("the open ticket"), never a part of one name ("disk failure ticket").
         for word in type_words(by_type):
@@ -200,6 +247,24 @@ class PartIndex:
             if ids == by_type[type_] and all(any(skeleton(sf).endswith(part) for sf in surfaces[i]) for i in ids):
                 self.type_words[part] = type_
                 del index[part]
+        abbreviated: dict[str, set[int]] = {}
+        # A name shortened to one of its words and its head character: "四色机" of 海德堡四色胶印机, "捷达车" of 捷达教练车11号
+        # (Chinese abbreviates a compound by keeping a modifier and the head's last morpheme; not contiguous in the
+        # name, so neither a part nor a skeleton finds it).
+        for ref in refs:
+            if "person" in kinds_of_type(ref.type):
+                continue
+            for surface in surfaces[ref.id]:
+                for form in abbreviations(surface):
+                    if form not in self.type_words and form not in index:
+                        abbreviated.setdefault(form, set()).add(ref.id)
+        # ... and a person by the given name ("子豪" of 李子豪), read as a whole word too ("国庆" of 张国庆 is not in "国庆节").
+        for ref in refs:
+            if "person" in kinds_of_type(ref.type) and (given := given_name(ref.name)) is not None \
+                    and given not in index and given not in self.type_words:
+                abbreviated.setdefault(given, set()).add(ref.id)
+        index.update(abbreviated)
+        self._abbreviated = frozenset(abbreviated)
         self.name_keys = frozenset(index)
         # Parts of attribute values name their entities the same way ("吸唾管" of item 吸唾管堵塞, "shrimp" of
         # cargo frozen shrimp): a description is read by its words, a code whole (AttributeIndex).
@@ -212,9 +277,20 @@ class PartIndex:
                         self._value_holders.setdefault(part, set()).add(eid)
         self._index = index
         self._by_type = by_type
+        # The codes each entity's names and values carry ("x5" of 宝马X5): what a code glued to a part must be.
+        self._codes = {ref.id: frozenset(
+            code for sf in (*surfaces[ref.id], *attribute_values((attributes or {}).get(ref.id) or {}))
+            for code in _CODE.findall(normalize_key(sf))) for ref in refs}
+        # The numbers each entity's names and values carry, as numbers ("02" is 2): what "Transit 2" must agree with.
+        self._numbers = {ref.id: frozenset(
+            int(n) for sf in (*surfaces[ref.id], *attribute_values((attributes or {}).get(ref.id) or {}))
+            for n in re.findall(r"[0-9]+", normalize_key(sf)) if len(n) <= 6) for ref in refs}
         self._automaton = _automaton(index)
         self._type_automaton = _automaton({w: {0} for w in self.type_words})
         self._heads = self.label_heads()
+        # The last character of every thing's name ("机" of 切纸机, "间" of 后道车间): what a name for a thing ends with.
+        self.name_heads = frozenset(key[-1] for ref in refs if "person" not in kinds_of_type(ref.type)
+                                    for sf in surfaces[ref.id] if (key := skeleton(sf)) and _CJK.match(key[-1]))
 
     def label_heads(self) -> dict[str, frozenset[str]]:
         """The last character of each learnt label ("罐" of 发酵罐, "桶" of 橡木桶) → the types it ends."""
@@ -237,14 +313,14 @@ class PartIndex:
 
     def hits(self, text: str) -> list[tuple[int, str, tuple[int, ...]]]:
         """(start in the normalised text, part, entity ids) for each name or value part named in `text`."""
-        return [(start, part, ids) for start, _end, part, ids in _hits(self._automaton, text)]
+        return [(start, part, ids) for start, _end, part, ids in self._name_hits(text)]
 
     def holders(self, text: str, limit: int) -> set[int]:
         """Entities with a part of a name, an alias or an attribute value that occurs in `text`, and for each
         learnt type label in it ("叉车" of every forklift) every entity of that type; a part held by more than
         `limit` entities is skipped (it tells none apart)."""
         found: set[int] = set()
-        for _start, _end, _part, ids in _hits(self._automaton, text):
+        for _start, _end, _part, ids in self._name_hits(text):
             if len(ids) <= limit:
                 found.update(ids)
         for _start, _end, word, _ids in _hits(self._type_automaton, text):
@@ -252,6 +328,22 @@ class PartIndex:
             if len(ids) <= limit:
                 found.update(ids)
         return found
+
+    def _name_hits(self, text: str):
+        """The parts found in `text`; an abbreviation ("四色机") only as a whole word of the text, so "东湖地" of
+        东湖科目二场地 is not read inside "东湖地区"."""
+        hits = _hits(self._automaton, text)
+        # A part inside a longer learnt label is the label's ("教练" of "教练车", every car's label, is not the 教练 of
+        # 周教练): the text says which kind, not which one.
+        labels = [(start, end) for start, end, _w, _ids in _hits(self._type_automaton, text)]
+        if labels:
+            hits = [h for h in hits if not any(s <= h[0] and h[1] <= e and e - s > h[1] - h[0] for s, e in labels)]
+        if not any(h[2] in self._abbreviated for h in hits):
+            return hits
+        from entities.partial import _boundaries
+
+        cuts = _boundaries(normalize(text).text)
+        return [h for h in hits if h[2] not in self._abbreviated or (h[0] in cuts and h[1] in cuts)]
 
     def value_holders(self, part: str) -> tuple[int, ...]:
         """Entities with `part` as a whole word of an attribute value ("reefer" of "40ft reefer")."""
@@ -262,7 +354,7 @@ class PartIndex:
         bare qualifier), with the parts found."""
         scores: dict[int, dict[str, int]] = {}
         spans: dict[int, list[tuple[int, int]]] = {}
-        for start, end, part, ids in _hits(self._automaton, text):
+        for start, end, part, ids in self._name_hits(text):
             if len(ids) > MAX_PART_ENTITIES:
                 continue  # a word shared by that many names tells none apart (type and category words do that)
             for eid in ids:
@@ -279,6 +371,20 @@ class PartIndex:
             scores = {eid: parts for eid, parts in scores.items()
                       if all(number in parts for ns, ne, number in numbered
                              if any(s < ne and ns < e and (s, e) != (ns, ne) for s, e in spans[eid]))}
+        # English numbers a name the same way, after a space: "Transit 2" is Ford Transit van 2, and "Transit 3" none
+        # of the Transits; a number right after a part found must be one the entity's names carry.
+        counted = [(m.start(), int(m.group())) for m in _NUMBER_AFTER_WORD.finditer(normalize(text).text)]
+        if counted:
+            scores = {eid: parts for eid, parts in scores.items()
+                      if all(number in self._numbers.get(eid, ()) for ns, number in counted
+                             if any(e + 1 == ns for _s, e in spans[eid]))}
+        # A code glued to a part ("宝马X3" where the registry has 宝马X5) must be the entity's own: another code names
+        # another model, as another number names another building.
+        glued = [(m.start(), m.end(), m.group()) for m in _GLUED_CODE.finditer(normalize(text).text)]
+        if glued:
+            scores = {eid: parts for eid, parts in scores.items()
+                      if all(code in self._codes.get(eid, ()) or code in parts for cs, ce, code in glued
+                             if any(e in (cs, cs - 1) or s in (ce, ce + 1) for s, e in spans[eid]))}
         if not scores:
             return [], []
         top = max(sum(p.values()) for p in scores.values())

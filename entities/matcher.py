@@ -27,7 +27,7 @@ from entities.surface import (
     normalize,
     normalize_key,
 )
-from entities.typenouns import kinds_of_type
+from entities.typenouns import kinds_of_type, works_here
 
 __all__ = [
     "EntityMatcher",
@@ -75,7 +75,7 @@ class EntityMatcher:
                 "\x1f".join((str(eid), ref.type, ref.external_id, ref.name, *ref.aliases)).encode()
                 + b"\x1e"
             )
-            forms = sorted(person_forms(ref.name)) if "person" in kinds_of_type(ref.type) else ()
+            forms = sorted(person_forms(ref.name, staff=works_here(ref.type))) if "person" in kinds_of_type(ref.type) else ()
             # "王工", "老李", "王晓": how a person is said (evidence.py)
             named = (("id", (ref.external_id,)), ("name", (ref.name,)), ("alias", ref.aliases), ("form", forms))
             for how, surfaces in named:
@@ -199,6 +199,10 @@ class EntityMatcher:
 
     def value_holders(self, part: str) -> tuple[int, ...]:
         return self._part_index().value_holders(part)
+
+    def name_heads(self) -> frozenset[str]:
+        """The last characters of the registry's names of things ("机", "间"): how a name for a thing ends here."""
+        return self._part_index().name_heads
 
     def is_name_part(self, part: str) -> bool:
         """`part` is a part of some name or alias, not only of attribute values."""

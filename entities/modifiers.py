@@ -22,7 +22,8 @@ _CJK_WORD = re.compile("^[\u3400-\u9fff]{2,}$")
 _CJK_CHAR = re.compile("[\u3400-\u9fff]")
 # Nominal words that modify a following noun: nouns, place and organisation names, distinguishing words,
 # abbreviations, adjectives. Not pronouns, numerals, classifiers, time words, verbs or verbal nouns ("检查").
-_MODIFIER_FLAGS = ("n", "ns", "nz", "nt", "b", "j", "a", "an")
+# Names of people and brands too: jieba tags many brands as personal names ("桑塔纳" nr, "卡罗" nrt).
+_MODIFIER_FLAGS = ("n", "ns", "nz", "nt", "nr", "nrt", "b", "j", "a", "an")
 # Pronouns, numerals, classifiers, particles, prepositions, conjunctions, adverbs, time and place-of words.
 _FUNCTION_FLAGS = ("r", "m", "q", "u", "p", "c", "d", "t", "f", "x", "e", "y", "o")
 LOOK_BACK = 12  # characters read before the name
@@ -104,6 +105,13 @@ def foreign_modifiers(text: str, matches: list, *, matcher, skip: Callable[[str]
         before = [q for q in explicit if q.end == m.start and q.entity_id != m.entity_id]
         if before:  # another registered name glued before this one ("北库电动叉车")
             modifier = Modifier(before[0].surface, before[0].start, m.start, True)
+        elif (after := trailing_proper_word(text, m.end)) is not None:
+            # "Priya Sharma" where only Priya Nair is registered: an English proper name goes on with a capitalised
+            # word the entity does not carry, so it is someone (something) else's name.
+            modifier = after
+            if skip(modifier.word) or any(q.start < modifier.end and modifier.start < q.end for q in explicit) \
+                    or (hasattr(matcher, "registry_type_cues") and matcher.registry_type_cues(modifier.word)):
+                continue  # a lexicon or registry type word is the head the name qualifies ("the HQ Printer")
         else:
             modifier = glued_modifier(text, m.start)
             if modifier is None or skip(modifier.word) \
@@ -126,8 +134,25 @@ def foreign_modifiers(text: str, matches: list, *, matcher, skip: Callable[[str]
 
 
 _EN_WORD = re.compile(r"([A-Za-z][A-Za-z0-9\-]*)('s|’s)?\s+$")
+# Words that open an English sentence without naming anything (a closed class): a capital there is the sentence's.
+_OPENERS = frozenset("""the a an this that these those which what where when who whose how why is are was were am be
+do does did has have had can could will would shall should may might must please and but so or our my your their his
+her its any every each no not if then there here let""".split())
+_CALENDAR = frozenset("""monday tuesday wednesday thursday friday saturday sunday january february march april may june
+july august september october november december today tomorrow""".split())
+_TITLE_WORD = re.compile(r"\s+([A-Z][a-z]+)\b")
 _CJK_POSSESSED = re.compile("[楼层栋区室库房厅]$")
 _POINTER = re.compile("^[那这][辆台家个张位间部款条只所座栋件份单艘套批把块根架头]$")
+
+
+def trailing_proper_word(text: str, end: int) -> Modifier | None:
+    """The capitalised word right after an English name ending at `end` ("Priya Sharma"), if any."""
+    if not end or not text[end - 1].isascii() or not text[end - 1].isalpha():
+        return None
+    found = _TITLE_WORD.match(text, end)
+    if found is None or found.group(1).casefold() in _OPENERS or found.group(1).casefold() in _CALENDAR:
+        return None
+    return Modifier(found.group(1), found.start(1), found.end(1), True)
 
 
 def modifier_chain(text: str, start: int, *, skip: Callable[[str], bool]) -> list[Modifier]:
@@ -158,6 +183,12 @@ def modifier_chain(text: str, start: int, *, skip: Callable[[str], bool]) -> lis
         word, possessive = found.group(1), found.group(2)
         # A capital opening the sentence says nothing ("Which", "The Shenzhen ..."), nor does a lower-case word.
         opening = not text[:found.start(1)].strip() or text[:found.start(1)].rstrip()[-1] in ".!?;:,\"'("
+        if opening and word[0].isupper() and not possessive and out and out[-1].word[0].isupper() \
+                and out[-1].start == at and word.casefold() not in _OPENERS and not skip(word):
+            # ... unless it starts a proper name with the capitalised word after it ("Baker Street dock"): that word
+            # is the name's own, to be carried like the rest ("Street" of Market Street Dock is not "Baker Street").
+            out.append(Modifier(word, found.start(1), at, True))
+            break
         if not skip(word) and not possessive and (not word[0].isupper() or opening):
             break
         if not skip(word):

@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from entities.evidence import rare_word
 from entities.surface import normalize
 
 _CODE_CHARS = frozenset("0123456789")
@@ -40,6 +41,38 @@ def _topic(text: str, value: str) -> bool:
     return norm.startswith(value + "的")
 
 
+def _whole_word(text: str, part: str) -> bool:
+    """`part` is a word of the text as the segmenter cuts it: "春熙" is not said in "春熙路店"."""
+    from entities.partial import _boundaries
+
+    norm = normalize(text).text
+    at = norm.find(part)
+    cuts = _boundaries(norm)
+    return at >= 0 and at in cuts and at + len(part) in cuts
+
+
+def _possesses_other(text: str, part: str, matcher) -> bool:
+    """`part` is followed by "的" and a thing the registry does not know, named as its things are ("后道的折页机": a
+    folding machine of the finishing shop, where the registry's machines end in 机 and none is a 折页机). The part only
+    says where that unregistered thing is; "朗逸的空调" (a component, no name ends like it) still names the car."""
+    norm = normalize(text).text
+    at = norm.find(part)
+    if at < 0 or norm[at + len(part):at + len(part) + 1] != "的" or not hasattr(matcher, "name_heads"):
+        return False
+    from entities.partial import quiet_jieba
+    from entities.typewords import known_word
+
+    heads = matcher.name_heads()
+    phrase = ""
+    for word in quiet_jieba().lcut(norm[at + len(part) + 1:at + len(part) + 9], HMM=False)[:2]:
+        if not _CJK.match(word):
+            break
+        phrase += word
+        if word[-1] in heads:
+            return not known_word(matcher, phrase)
+    return False
+
+
 def by_attributes_and_parts(text: str, *, matcher, visible: Callable[[Sequence[int]], list[int]],
                             visible_prefix: Callable[[Sequence[int], int | None], list[int]], limit: int | None,
                             pointed: bool, skeleton_ids: Sequence[int], require_values: bool = False) -> Narrowed | None:
@@ -64,7 +97,9 @@ def by_attributes_and_parts(text: str, *, matcher, visible: Callable[[Sequence[i
         sets.append(("skeleton", tuple(sorted(skeleton_ids))))
     elif hasattr(matcher, "name_part_candidates"):
         ids, found_parts = matcher.name_part_candidates(text)
-        if ids and (pointed or sum(len(p) for p in found_parts) >= 3 or values):
+        if ids and (pointed or sum(len(p) for p in found_parts) >= 3 or values
+                    or any(hasattr(matcher, "is_name_part") and matcher.is_name_part(p) and rare_word(p)
+                           and _whole_word(text, p) and not _possesses_other(text, p, matcher) for p in found_parts)):
             sets.append(("parts", tuple(ids)))
             parts = found_parts
     if not sets:

@@ -35,6 +35,11 @@ _QUALIFIER = re.compile(
 
 
 _CODE_AFTER = re.compile(r"#?[A-Za-z]{0,3}[0-9][A-Za-z0-9\-]*\b")
+# A Chinese ordinal glued after a word ("科目一的", "科目三考完了", "阶段二"): it names one specific thing, as "科目1"
+# or "1号" would. A numeral before a measure word or in a compound counts nothing ("二场地", "三台", "两天"), and
+# "一" only before "的" / "号" or a non-Chinese character ("一下", "一直", "一开就跳闸" are adverbial).
+_MEASURES = "辆台家个张位间部款条只所座栋件份单艘套批把块根架头场次天年月周日种项遍趟回期楼层区届级类点些样"
+_ORDINAL_AFTER = re.compile(f"一(?:(?![\u3400-\u9fff])|(?=[的号]))|[二三四五六七八九十][一二三四五六七八九十]{{0,2}}(?![{_MEASURES}])")
 
 
 @lru_cache(maxsize=200_000)
@@ -79,7 +84,13 @@ def qualified_span(s: str, start: int, end: int) -> bool:
         return True  # "Rack B05", "MSKU 204160-2", "web frontend 02": a code after a space names one as well
     if after in ("·", "-") and end + 1 < len(s) and (s[end + 1].isalnum()):
         return True  # "沪D·冷18": a plate or code prefix joined to the rest of one specific code
-    return before.isdigit() or before in ("号", "#") or after.isdigit() or after in ("号", "#")
+    return before.isdigit() or before in ("号", "#") or after.isdigit() or after in ("号", "#") \
+        or ordinal_after(s, end)
+
+
+def ordinal_after(s: str, end: int) -> bool:
+    """A Chinese ordinal numeral standing as a word right after `end` (see _ORDINAL_AFTER)."""
+    return _ORDINAL_AFTER.match(s, end) is not None
 
 
 def type_words(types: Iterable[str]) -> dict[str, str]:

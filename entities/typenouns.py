@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
-__all__ = ["KINDS", "heads_pointer", "kinds_of_type", "types_by_kind"]
+__all__ = ["KINDS", "heads_pointer", "kinds_of_type", "types_by_kind", "works_here"]
 
 # kind -> (nouns naming it in text, stems of type identifiers of that kind)
 KINDS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -43,7 +43,13 @@ KINDS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                 "staff", "employee", "employees"),
                ("member", "customer", "client", "person", "people", "staff", "employee", "patient", "user", "contact",
                 "driver", "engineer", "technician", "doctor", "nurse", "teacher", "student", "tenant", "resident",
-                "guest", "owner", "manager", "agent", "worker", "operator", "farmer")),
+                "guest", "owner", "manager", "agent", "worker", "operator", "farmer",
+                # roles a business registers its people under
+                "coach", "trainer", "instructor", "tutor", "therapist", "caregiver", "carer", "physician", "surgeon",
+                "dentist", "pharmacist", "vet", "chef", "cook", "cashier", "clerk", "receptionist", "mechanic",
+                "pilot", "captain", "volunteer", "supervisor", "inspector", "officer", "lawyer", "accountant",
+                "cleaner", "guard", "nanny", "relative", "child", "parent", "elder", "senior", "athlete",
+                "trainee", "learner", "pupil", "visitor", "passenger", "buyer", "landlord", "family")),
     "room": (("房间", "屋子", "room", "rooms"), ("room",)),
     "ship": (("船", "船舶", "货轮", "ship", "ships", "vessel", "vessels", "boat", "boats"), ("vessel", "ship", "boat")),
     "container": (("集装箱", "货柜", "container", "containers"), ("container",)),
@@ -53,6 +59,11 @@ KINDS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "site": (("场站", "站点", "厂区", "site", "sites", "depot", "depots", "location", "locations"),
              ("depot", "site", "station", "location", "yard", "warehouse", "plant")),
 }
+
+# Stems of the person types a business serves rather than employs: a trade title ("王护士") is never theirs.
+_SERVED = ("member", "customer", "client", "patient", "user", "contact", "tenant", "resident", "guest", "owner",
+           "student", "pupil", "learner", "trainee", "passenger", "visitor", "buyer", "child", "elder", "senior",
+           "family", "relative", "parent", "farmer", "person", "people")
 
 _SPLIT = re.compile(r"[\s_\-./]+")
 # A generic noun is the thing asked about only as the head of a noun phrase that points: after a determiner
@@ -81,6 +92,16 @@ def kinds_of_type(type_: str) -> frozenset[str]:
         if type_.casefold() in nouns or any(head in (stem, stem + "s", stem + "es") for stem in stems):
             out.add(kind)
     return frozenset(out)
+
+
+@lru_cache(maxsize=4096)
+def works_here(type_: str) -> bool:
+    """A person type of the business's own people (staff, nurse, coach), not of those it serves (see _SERVED)."""
+    if "person" not in kinds_of_type(type_):
+        return False
+    words = [w for w in _SPLIT.split(type_.casefold()) if w]
+    head = words[-1] if words else ""
+    return not any(head in (stem, stem + "s") for stem in _SERVED)
 
 
 def types_by_kind(types: Iterable[str]) -> dict[str, tuple[str, ...]]:

@@ -21,7 +21,7 @@ from functools import lru_cache
 import ahocorasick
 
 from entities.matcher import inside_token, leftmost_longest, normalize, normalize_key
-from entities.partial import qualified_span
+from entities.partial import ordinal_after, qualified_span
 from entities.typenouns import KINDS, heads_pointer
 
 __all__ = [
@@ -168,6 +168,14 @@ def text_cues(text: str, matcher) -> list[Cue]:
     """The lexicon's cues, the registry's own type words, and generic nouns mapped onto the registry's types
     ("哪辆车" → `vehicle`, "那家店" → `branch`; entities/typenouns.py)."""
     cues = [c for c in scan(text) if not (c.kind == "coref" and c.word == "该" and not _determiner_gai(text, c.end, matcher))]
+    # A one-character noun inside a longer word of the text is that word's morpheme ("车" of "洗车机", "店" of "店庆"),
+    # whatever compound table NOT_PART_OF has not listed: it must end where the segmenter ends a word.
+    singles = [c for c in cues if c.kind == "type" and c.end - c.start == 1 and _CJK_PAIR.match(text[c.start] * 2)]
+    if singles:
+        from entities.partial import _boundaries
+
+        cuts = _boundaries(text)
+        cues = [c for c in cues if c not in singles or c.end in cuts]
     cues += [Cue(kind="long_term", word="that", start=m.start(), end=m.start() + 4) for m in _THAT.finditer(text)]
     if hasattr(matcher, "registry_type_cues"):  # the registry's own types are type words too
         known = {(c.start, c.end, c.type) for c in cues if c.kind == "type"}
@@ -238,6 +246,7 @@ def _qualified(s: str, start: int, end: int) -> bool:
         or before in _QUALIFIER_BEFORE
         or after.isdigit()
         or after in _QUALIFIER_AFTER
+        or ordinal_after(s, end)
     )
 
 
