@@ -24,7 +24,6 @@ from memory.extraction.candidates import (
     resolve,
 )
 from memory.extraction.lexicon import Lexicon
-from memory.extraction.standing import onset
 from memory.extraction.text import strip_end
 from memory.extraction.timeexpr import TimeRef, find_times, recurring, rewrite_times
 from memory.learn.gate import GateReading, get_gate
@@ -149,11 +148,10 @@ class RuleExtractor(Extractor):
             if change == "migration":
                 change = "update"  # a changed preference replaces the old one; nothing moved
             return [self._statement("preference", s, lex, at, times, change=change, old_values=old_values, explicit=explicit)]
-        if future and not past and change != "correction" and not reported and not onset(s, lex.lang) \
-                and not lex.first_person.search(s):
-            # "下周二上午给2号收割机做保养": an arrangement of the task at hand, not a memory of the user.
-            # Not in a transcript line: "Jon: The opening night is tomorrow" tells another person
-            # about Jon's life; as a task it would leave every other conversation's recall.
+        if future and not past and lex.task_marker.search(s) and not reported:
+            # "模拟就这一次挪到周五", "上课推到十一点，就明天": a one-off change of an arrangement, said
+            # with its one-off word; the routine stays. A plan or a date ahead without one ("opening
+            # night is October 10", "6月12号开庭") is remembered like any statement.
             return [self._task(s, lex, at, explicit)]
         if kind == "event":
             if future and not past:

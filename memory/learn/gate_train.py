@@ -1,6 +1,6 @@
 """Train the gate and report it: ``python -m memory.learn train gate`` / ``report gate``.
 
-Training reads only the tune half (``evaluation/learn/gate-tune.jsonl``). The regularisation and the
+Training reads only the tune half (``evaluation/learn/gate-tune*.jsonl``). The regularisation and the
 keep threshold are chosen on its stratified 5-fold cross-validation (fixed seed): the threshold is
 the highest that still keeps ``RECALL_TARGET`` of the keep-worthy sentences out of fold, since a
 statement lost is lost for good while a kept one can still be judged, ranked or forgotten later.
@@ -32,7 +32,10 @@ RECALL_TARGET = 0.97
 
 
 def _load(half: str) -> tuple[list[str], np.ndarray, list[dict]]:
-    rows = [json.loads(line) for line in (DATA_DIR / f"gate-{half}.jsonl").read_text().splitlines() if line.strip()]
+    """The sentences of a half: `gate-<half>.jsonl`, then any `gate-<half>-*.jsonl` beside it (more
+    tuning sentences, written later by another blind writer), in name order."""
+    paths = [DATA_DIR / f"gate-{half}.jsonl", *sorted(DATA_DIR.glob(f"gate-{half}-*.jsonl"))]
+    rows = [json.loads(line) for path in paths for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     texts = [r["text"] for r in rows]
     return texts, np.array([CLASSES.index(r["label"]) for r in rows]), rows
 
@@ -143,6 +146,8 @@ def report(argv: list[str]) -> int:
         result[lang] = _figures([gold[i] for i in idx], [predicted[i] for i in idx])
     missed = Counter(rows[i]["why"] for i in range(len(rows)) if gold[i] in KEEP_KINDS and predicted[i] not in KEEP_KINDS)
     result["missed_keep_by_why"] = dict(missed)
+    kept = Counter(rows[i]["why"] for i in range(len(rows)) if gold[i] not in KEEP_KINDS and predicted[i] in KEEP_KINDS)
+    result["kept_not_worthy_by_why"] = dict(kept)
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=1))
         return 0
@@ -151,4 +156,5 @@ def report(argv: list[str]) -> int:
         print(f"{part:6} n={f['n']:5} keep precision {f['keep_precision']:.3f} recall {f['keep_recall']:.3f}  " +
               "  ".join(f"{k} P/R {f[k]['precision']:.2f}/{f[k]['recall']:.2f}" for k in CLASSES))
     print("keep-worthy sentences not kept, by why:", dict(missed))
+    print("sentences kept though not worth keeping, by why:", dict(kept))
     return 0

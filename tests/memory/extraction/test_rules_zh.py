@@ -243,10 +243,17 @@ def test_today_only_instruction_expires_with_the_day():
     assert c.valid_to == midnight("2026-03-03")
 
 
-@pytest.mark.parametrize("text", [pytest.param('时间改到明天下午三点。', marks=_MISS), "下周二上午给2号收割机做保养。"])
-def test_arrangement_of_the_current_task_is_task_scope(text):
-    c = one(text)
-    assert (c.kind, c.scope) == ("context", "task"), text
+def test_a_dated_arrangement_is_remembered_with_its_date_not_confined_to_the_task():
+    """Only "这次/今天只/this time" make a one-time instruction (DESIGN §5): a plan told with its date is
+    something the user's other conversations need ("opening night is October 10")."""
+    c = one("下周二上午给2号收割机做保养。")
+    assert c.scope == "user" and c.kind in ("fact", "event")
+    assert "2026年3月10日" in c.content
+
+
+def test_a_one_off_change_of_an_arrangement_is_task_scope():
+    c = one("这周四考场封场维修，模拟就这一次挪到周五哈，下周照旧。")
+    assert (c.kind, c.scope) == ("context", "task")
 
 
 def test_mixed_lifetimes_split_into_task_and_preference():

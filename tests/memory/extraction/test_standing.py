@@ -68,7 +68,6 @@ def test_a_bare_zhou_is_a_name_not_a_week():
     assert [x.content for x in c] == ["浦东线的调度是老周"]
 
 
-@pytest.mark.xfail(strict=True, reason="gate model miss: the fragment 'invoices now live in Xero' is dropped (D25)")
 def test_a_retraction_and_its_replacement_are_one_change():
     existing = [ExistingMemory(short_id=1, kind="fact", content="We keep the invoices in a shared Excel spreadsheet",
                                slot_key="fact:org.format")]

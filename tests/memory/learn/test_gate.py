@@ -41,6 +41,8 @@ def standing(text: str) -> list:
     ("Don't forget my mom's birthday is Friday.", None),
     ("我把旧app删了", None),
     ("这次先发Word版", "task"),
+    ("明天孩子要去看牙，上课推到十一点吧，就明天", "task"),
+    ("Move the standup to 11, just for tomorrow.", "task"),
     ("For this order, round the totals up.", "task"),
     ("我对花生过敏。", None),
     ("Our expense claims go through Concur.", None),
