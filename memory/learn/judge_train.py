@@ -1,8 +1,8 @@
 """Train and report the learned judge (D25):
 
-    python -m memory.learn train judge            # fit on evaluation/learn/judge-tune.jsonl → models/judge.npz
+    python -m memory.learn train judge            # fit on evaluation/learn/judge-tune*.jsonl → models/judge.npz
     python -m memory.learn train judge --cv 5     # cross-validation on the tuning half only, nothing written
-    python -m memory.learn train judge --cv 5 --with evaluation/learn/pending/judge-tune-more.jsonl
+    python -m memory.learn train judge --cv 5 --with FILE.jsonl
                                                   # … with pairs not yet in the tuning half (their own domains)
     python -m memory.learn report judge           # the report half, written by someone who saw neither
                                                   # the code nor the tuning half: figures only, never tuning
