@@ -242,6 +242,9 @@ MEMORY_RESTATEMENT_MIN = env.float("MEMORY_RESTATEMENT_MIN", default=0.5)
 # "Our cooperative bought a new grain dryer" read P >= 0.9 to the model: the floor keeps such pairs from it).
 # `needs_change_word`: only a statement with a change word or a negation (memory/subjects/current.may_say_change)
 # replaces: another attribute of one person ("李大爷养了一只鹦鹉" / "李大爷是退休的木匠") reads P 0.99 to the model.
+# P(coexists) of the learned judge at which a restatement the subject rules read is kept as its own
+# memory (memory/services/subject_tier.py::_kept_apart); above 1 never.
+MEMORY_LEARNED_KEEP_APART = env.float("MEMORY_LEARNED_KEEP_APART", default=0.9)
 MEMORY_LEARNED_REPLACE = env.json("MEMORY_LEARNED_REPLACE", default={
     "enabled": False, "min": 0.9, "conflict": 0.9, "judged": 8, "needs_change_word": True, "min_cosine": 0.4})
 TASK_MEMORY_TTL_HOURS = env.int("TASK_MEMORY_TTL_HOURS", default=24)

@@ -28,7 +28,28 @@ def subject_decisions(inp, similar: list[tuple], limits) -> dict[int, object]:
     decisions = {e.id: d for e, d in judge(active_embedder(), limits, content=inp.content, kind=inp.kind,
                                            slot_key=inp.slot_key, existing=existing, subject=inp.subject,
                                            replaces_only=inp.replaces_only)}
-    return _learned_replaces(inp, existing, _restatements(inp, existing, decisions))
+    return _learned_replaces(inp, existing, _restatements(inp, existing, _kept_apart(inp, existing, decisions)))
+
+
+def _kept_apart(inp, existing: list, decisions: dict[int, object]) -> dict[int, object]:
+    """A restatement the subject rules read that the learned judge is sure is another statement
+    (P(coexists) at least MEMORY_LEARNED_KEEP_APART) is kept as its own memory. The rules read "Sam is
+    booked for ep 43, records March 27" as "Lena is confirmed for episode 42, recording March 20" said
+    again (one head, a shared "2026" of the dates); a duplicate verdict folds the statement into the
+    other and it is never recalled, while a restatement kept twice costs one near-copy."""
+    from dataclasses import replace
+
+    from memory.learn.judge import judge_pairs
+    from memory.learn.pair_features import PairInput
+
+    floor = float(settings.MEMORY_LEARNED_KEEP_APART)
+    ruled = [e for e in existing if e.id in decisions and decisions[e.id].action == "duplicate"]
+    if floor > 1.0 or not ruled:
+        return decisions
+    for e, verdict in zip(ruled, judge_pairs([PairInput(e.content, inp.content, e.kind, inp.kind) for e in ruled])):
+        if verdict.reason == "model" and float(verdict.proba.get("coexist", 0.0)) >= floor:
+            decisions[e.id] = replace(decisions[e.id], action="coexist", score=float(verdict.proba["coexist"]))
+    return decisions
 
 
 def _restatements(inp, existing: list, decisions: dict[int, object]) -> dict[int, object]:
