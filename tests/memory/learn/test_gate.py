@@ -31,6 +31,9 @@ def standing(text: str) -> list:
     ("这个别记", "do_not_remember"),
     ("Don't remember this.", "do_not_remember"),
     ("I don't want that saved anywhere.", "do_not_remember"),
+    # After any clause boundary, a Chinese comma or a dash too.
+    ("会员卡号是 6222 0210，这次先用一下，don't save it 哈", "do_not_remember"),
+    ("My passport number is E1234567 — don't keep it after the booking.", "do_not_remember"),
     # Asking to forget what was said before: the sentence goes, the rest of its message stays.
     ("hey, please forget my ex's address", "forget_request"),
     ("can you delete the part about my brother's debts", "forget_request"),
