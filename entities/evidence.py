@@ -277,14 +277,14 @@ class PartIndex:
                         self._value_holders.setdefault(part, set()).add(eid)
         self._index = index
         self._by_type = by_type
-        # The codes each entity's names and values carry ("x5" of 宝马X5): what a code glued to a part must be.
-        self._codes = {ref.id: frozenset(
-            code for sf in (*surfaces[ref.id], *attribute_values((attributes or {}).get(ref.id) or {}))
-            for code in _CODE.findall(normalize_key(sf))) for ref in refs}
-        # The numbers each entity's names and values carry, as numbers ("02" is 2): what "Transit 2" must agree with.
-        self._numbers = {ref.id: frozenset(
-            int(n) for sf in (*surfaces[ref.id], *attribute_values((attributes or {}).get(ref.id) or {}))
-            for n in re.findall(r"[0-9]+", normalize_key(sf)) if len(n) <= 6) for ref in refs}
+        # The codes each entity's names and values carry ("x5" of 宝马X5): what a code glued to a part must be; and
+        # their numbers, as numbers ("02" is 2): what "Transit 2" must agree with.
+        keys = {ref.id: [normalize_key(sf) for sf in (*surfaces[ref.id],
+                                                      *attribute_values((attributes or {}).get(ref.id) or {}))]
+                for ref in refs}
+        self._codes = {eid: frozenset(code for key in ks for code in _CODE.findall(key)) for eid, ks in keys.items()}
+        self._numbers = {eid: frozenset(int(n) for key in ks for n in re.findall(r"[0-9]+", key) if len(n) <= 6)
+                         for eid, ks in keys.items()}
         self._automaton = _automaton(index)
         self._type_automaton = _automaton({w: {0} for w in self.type_words})
         self._heads = self.label_heads()
@@ -340,9 +340,9 @@ class PartIndex:
             hits = [h for h in hits if not any(s <= h[0] and h[1] <= e and e - s > h[1] - h[0] for s, e in labels)]
         if not any(h[2] in self._abbreviated for h in hits):
             return hits
-        from entities.partial import _boundaries
+        from entities.partial import word_boundaries
 
-        cuts = _boundaries(normalize(text).text)
+        cuts = word_boundaries(normalize(text).text)
         return [h for h in hits if h[2] not in self._abbreviated or (h[0] in cuts and h[1] in cuts)]
 
     def value_holders(self, part: str) -> tuple[int, ...]:
@@ -362,7 +362,8 @@ class PartIndex:
                 spans.setdefault(eid, []).append((start, end))
         scores = {eid: parts for eid, parts in scores.items() if any(not is_qualifier(p) for p in parts)}
         # "5号拖拉机" names one specific tractor: only an entity carrying that number answers, never a sibling.
-        numbered = [(m.start(), m.end(), m.group()) for m in _NUMBER_IN_TEXT.finditer(normalize(text).text)]
+        norm = normalize(text).text
+        numbered = [(m.start(), m.end(), m.group()) for m in _NUMBER_IN_TEXT.finditer(norm)]
         numbers = {number for _s, _e, number in numbered}
         if numbers:
             scores = {eid: parts for eid, parts in scores.items() if numbers & set(parts)}
@@ -373,14 +374,14 @@ class PartIndex:
                              if any(s < ne and ns < e and (s, e) != (ns, ne) for s, e in spans[eid]))}
         # English numbers a name the same way, after a space: "Transit 2" is Ford Transit van 2, and "Transit 3" none
         # of the Transits; a number right after a part found must be one the entity's names carry.
-        counted = [(m.start(), int(m.group())) for m in _NUMBER_AFTER_WORD.finditer(normalize(text).text)]
+        counted = [(m.start(), int(m.group())) for m in _NUMBER_AFTER_WORD.finditer(norm)]
         if counted:
             scores = {eid: parts for eid, parts in scores.items()
                       if all(number in self._numbers.get(eid, ()) for ns, number in counted
                              if any(e + 1 == ns for _s, e in spans[eid]))}
         # A code glued to a part ("宝马X3" where the registry has 宝马X5) must be the entity's own: another code names
         # another model, as another number names another building.
-        glued = [(m.start(), m.end(), m.group()) for m in _GLUED_CODE.finditer(normalize(text).text)]
+        glued = [(m.start(), m.end(), m.group()) for m in _GLUED_CODE.finditer(norm)]
         if glued:
             scores = {eid: parts for eid, parts in scores.items()
                       if all(code in self._codes.get(eid, ()) or code in parts for cs, ce, code in glued

@@ -43,11 +43,11 @@ def _topic(text: str, value: str) -> bool:
 
 def _whole_word(text: str, part: str) -> bool:
     """`part` is a word of the text as the segmenter cuts it: "春熙" is not said in "春熙路店"."""
-    from entities.partial import _boundaries
+    from entities.partial import word_boundaries
 
     norm = normalize(text).text
     at = norm.find(part)
-    cuts = _boundaries(norm)
+    cuts = word_boundaries(norm)
     return at >= 0 and at in cuts and at + len(part) in cuts
 
 

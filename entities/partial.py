@@ -64,7 +64,7 @@ def quiet_jieba():
     return jieba
 
 
-def _boundaries(text: str) -> set[int]:
+def word_boundaries(text: str) -> set[int]:
     """Word boundaries of the text by jieba: a partial name must start and end on them, so the modifier
     "冷链" is not a mention inside "冷链车的" (jieba: 冷 / 链车 / 的)."""
     jieba = quiet_jieba()
@@ -145,7 +145,7 @@ class PartialIndex:
                 if not inside_token(norm.text, last - length + 1, last + 1)
                 and not qualified_span(norm.text, last - length + 1, last + 1)]
         if hits:
-            cuts = _boundaries(norm.text)
+            cuts = word_boundaries(norm.text)
             hits = [h for h in hits if h[0] in cuts and h[1] in cuts]
         if not hits:
             return [], []

@@ -172,9 +172,9 @@ def text_cues(text: str, matcher) -> list[Cue]:
     # whatever compound table NOT_PART_OF has not listed: it must end where the segmenter ends a word.
     singles = [c for c in cues if c.kind == "type" and c.end - c.start == 1 and _CJK_PAIR.match(text[c.start] * 2)]
     if singles:
-        from entities.partial import _boundaries
+        from entities.partial import word_boundaries
 
-        cuts = _boundaries(text)
+        cuts = word_boundaries(text)
         cues = [c for c in cues if c not in singles or c.end in cuts]
     cues += [Cue(kind="long_term", word="that", start=m.start(), end=m.start() + 4) for m in _THAT.finditer(text)]
     if hasattr(matcher, "registry_type_cues"):  # the registry's own types are type words too

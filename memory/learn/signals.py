@@ -69,7 +69,7 @@ def signals(sentence: str) -> np.ndarray:
         lex.is_question(sentence.strip()),
         lex.is_request(s) or bool(lex.proposal.search(s)),
         bool(_PATTERNS.zh.ack.match(s) or _PATTERNS.en.ack.match(s)),
-        ZH.do_not_remember(s) or EN.do_not_remember(s) or bool(ZH.forget_request.search(s) or EN.forget_request.search(s)),
+        ZH.do_not_remember(s) or EN.do_not_remember(s),
         bool(lex.opinion.search(s)),
         bool(lex.task_marker.search(s) and lex.task_instruction.search(s)) or task_scope(s, lang),
         bool(lex.long_term.search(s)),
