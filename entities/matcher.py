@@ -15,8 +15,8 @@ from typing import TypeVar
 
 import ahocorasick
 
-from entities.evidence import person_forms
 from entities.partial import PartialIndex, type_cues, type_words
+from entities.person_forms import person_forms
 from entities.surface import (
     _OPTIONAL_SPACE,
     EntityRef,
@@ -76,7 +76,7 @@ class EntityMatcher:
                 + b"\x1e"
             )
             forms = sorted(person_forms(ref.name, staff=works_here(ref.type))) if "person" in kinds_of_type(ref.type) else ()
-            # "王工", "老李", "王晓": how a person is said (evidence.py)
+            # "王工", "老李", "王晓": how a person is said (person_forms.py)
             named = (("id", (ref.external_id,)), ("name", (ref.name,)), ("alias", ref.aliases), ("form", forms))
             for how, surfaces in named:
                 for surface in surfaces:
@@ -89,8 +89,8 @@ class EntityMatcher:
         self._by_type = {t: tuple(ids) for t, ids in by_type.items()}
         self._name_filter_cache: dict[tuple[str, tuple[str, ...]], tuple[int, ...]] = {}
         self._partial = None  # entities.partial.PartialIndex, built on first use
-        self._parts = None  # entities.evidence.PartIndex, built on first use
-        self._attribute_index = None  # entities.evidence.AttributeIndex, built on first use
+        self._parts = None  # entities.part_index.PartIndex, built on first use
+        self._attribute_index = None  # entities.part_index.AttributeIndex, built on first use
         # Set by the snapshot that built this matcher (entities/selectors.py): attribute dicts by entity
         # id, and the relations in force as adjacency (entity id → ((other id, type, direction), ...)).
         self.attributes: dict[int, dict] = {}
@@ -211,7 +211,7 @@ class EntityMatcher:
     def attribute_hits(self, text: str) -> list[tuple[str, tuple[int, ...]]]:
         """(value, entity ids) for each attribute value named in `text` ("VMS-V300", "北场")."""
         if self._attribute_index is None:
-            from entities.evidence import AttributeIndex
+            from entities.part_index import AttributeIndex
 
             self._attribute_index = AttributeIndex(self.attributes)
         return self._attribute_index.find(text)
@@ -224,7 +224,7 @@ class EntityMatcher:
 
     def _part_index(self):
         if self._parts is None:
-            from entities.evidence import PartIndex
+            from entities.part_index import PartIndex
 
             self._parts = PartIndex(self._refs.values(), self.attributes)
         return self._parts

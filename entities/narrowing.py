@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from entities.evidence import rare_word
+from entities.name_parts import rare_word
 from entities.surface import normalize
 
 _CODE_CHARS = frozenset("0123456789")

@@ -2,8 +2,8 @@
 generic nouns for people ("老人") that a relation path asks for. Pure resolver, no DB."""
 from datetime import datetime, timezone
 
-from entities.evidence import person_forms
 from entities.matcher import EntityMatcher, EntityRef
+from entities.person_forms import person_forms
 from entities.resolver import MentionEvidence, resolve
 from tests.entities.registry_fixture import build_matcher
 

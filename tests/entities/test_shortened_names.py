@@ -2,8 +2,9 @@
 ("途观"), a given name ("子豪"), a surname with a trade title ("吴教练"), an ordinal after a learnt label ("阶段一"),
 and in English a number after a name's word ("Snowcat 2") or a proper name going on past a registered one
 ("Priya Sharma", "Lee Ridge lodge"). Pure resolver, no DB; the registry is a ski resort no labelled file uses."""
-from entities.evidence import abbreviations, given_name, rare_word
 from entities.matcher import EntityRef
+from entities.name_parts import abbreviations, rare_word
+from entities.person_forms import given_name
 from entities.resolver import resolve
 from tests.entities.registry_fixture import build_matcher
 

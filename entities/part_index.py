@@ -6,9 +6,10 @@ SK-16" where the site is an attribute too. Both indexes are learnt from the regi
 business's own vocabulary needs no table: a part shared by the names of several entities ("保温",
 "体验店") names all of them, a part of one name names that one.
 
-- Name parts: each name and alias segmented (jieba for Chinese, words for Latin), numerals with their
-  measure kept whole ("5号"). A text's score for an entity is the characters of its distinct parts
-  found in the text; the best-scoring entities are the candidates.
+- Name parts (entities/name_parts.py; a person's forms, entities/person_forms.py): each name and alias
+  segmented (jieba for Chinese, words for Latin), numerals with their measure kept whole ("5号"). A text's
+  score for an entity is the characters of its distinct parts found in the text; the best-scoring entities
+  are the candidates.
 - Attribute values: every string value (and each item of a list value) of an entity's attributes.
 Pure Python, no Django.
 """
@@ -16,23 +17,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from functools import lru_cache
 
 import ahocorasick
 
+from entities.name_parts import CJK, CODE, abbreviations, is_qualifier, name_parts
 from entities.partial import skeleton, type_words
+from entities.person_forms import given_name, person_forms
 from entities.surface import EntityRef, inside_token, normalize, normalize_key
 from entities.typenouns import kinds_of_type, works_here
 
-MIN_PART_CHARS = 2  # one character ("车", "店") names a kind at most, never an entity
-MIN_LATIN_PART_CHARS = 3
+__all__ = ["AttributeIndex", "PartIndex", "attribute_values"]
+
 MIN_VALUE_CHARS = 2
-MIN_SERIAL_DIGITS = 5  # a number this long names what carries it; a shorter one ("02", "2023") only qualifies
 MAX_PART_ENTITIES = 200
 MAX_VALUE_CHARS = 80  # a description is not a value anyone says
-_NUMBERED = re.compile(r"^(?:[0-9]+|[零〇一二三四五六七八九十百千两]+)号$")
-_CODE = re.compile(r"[a-z0-9]+(?:[\-·./#][a-z0-9]+)+|[a-z]*[0-9][a-z0-9]*")
-_CJK = re.compile("[\u3400-\u9fff]")
 # A Latin code with a digit, standing as a token ("x3", "a4-2"), not a Chinese numbered qualifier ("3号") and not a
 # bare number after a space (see _NUMBER_AFTER_WORD).
 _GLUED_CODE = re.compile(r"(?<![a-z0-9])[a-z]+[0-9][a-z0-9\-]*(?![a-z0-9号])|(?<![a-z0-9 ])[0-9]+[a-z][a-z0-9\-]*(?![a-z0-9号])")
@@ -42,122 +40,6 @@ _NUMBER_IN_TEXT = re.compile(r"(?<![0-9])(?:[0-9]+|[零〇一二三四五六七�
 # the head of a learnt label, standing for its type; followed by another word character it is the start of a word.
 _POINTED_HEAD = re.compile("[那这哪该][辆台家个张位间部款条只所座栋件份单艘套批把块根架头]([\u3400-\u9fff]子?)"
                            "(?:(?![\u3400-\u9fff])|(?=[里的上中内]))")
-_SEPARATORS = re.compile(r"[\s·\-_/#,，、()（）]+")
-
-
-def _jieba():
-    from entities.partial import quiet_jieba
-
-    return quiet_jieba()
-
-
-@lru_cache(maxsize=400_000)
-def name_parts(surface: str) -> frozenset[str]:
-    """The parts of one name: codes and numbered qualifiers whole, Chinese runs by jieba, Latin words.
-    Memoised: a registry change rebuilds the index, and all but the changed names are read again."""
-    key = normalize_key(surface)
-    parts: set[str] = set()
-    for code in _CODE.findall(key):
-        if len(code) >= MIN_PART_CHARS:
-            parts.add(code)
-        # The number groups of a code: a long one is a serial people say alone ("container 204135" for MSKU
-        # 204135-0), a short one tells siblings apart ("web frontend 02"; a qualifier, see is_qualifier).
-        parts.update(g for g in re.findall(r"[0-9]+", code) if len(g) >= 2 and g != code)
-    words = _jieba().lcut(key)
-    merged: list[str] = []
-    for word in words:
-        # jieba splits "5号" into "5" / "号": a numbered qualifier is one part.
-        after_number = merged and re.fullmatch(r"[0-9零〇一二三四五六七八九十百千两]+", merged[-1])
-        if word == "号" and after_number:
-            merged[-1] += "号"
-        else:
-            if word.startswith("号") and after_number:  # "3" / "号楼": the building's number is a qualifier too
-                parts.add(merged[-1] + "号")
-            merged.append(word)
-    words = [w for w in (_SEPARATORS.sub("", w) for w in merged) if w]
-    # A one-character word is a morpheme of its neighbour, not a word of its own: "治疗台" of 治疗/台, "化学楼",
-    # a glued letter ("x光机", "治疗台a": the letter tells 治疗台A from 治疗台B). Never across a separator ("浙A·保温").
-    for left, right in zip(merged, merged[1:]):
-        if (len(left) == 1 or len(right) == 1) and _CJK.search(left + right) and not _SEPARATORS.search(left + right) \
-                and not any(ch.isdigit() for ch in left + right):
-            parts.add(left + right)
-    for word in words:
-        if _CJK.search(word):
-            if len(word) >= MIN_PART_CHARS or _NUMBERED.match(word):
-                parts.add(word)
-        elif len(word) >= MIN_LATIN_PART_CHARS and not word.isdigit():
-            parts.add(word)
-    return frozenset(parts)
-
-
-RARE_WORD_FREQ = 200  # jieba's dictionary counts over ~60M words: below this a word is a name, not everyday speech
-
-
-def rare_word(part: str) -> bool:
-    """A Chinese name part of two characters that everyday language hardly uses ("朗逸", "柯基", "捷达"; not "下午",
-    "空调", "电池"): said alone, it names what carries it, as a longer part does. jieba's dictionary frequency is the
-    measure of "everyday"."""
-    if len(part) != 2 or not _CJK_ONLY.match(part):
-        return False
-    from entities.partial import quiet_jieba
-
-    jieba = quiet_jieba()
-    if not jieba.dt.initialized:
-        jieba.dt.initialize()
-    return jieba.dt.FREQ.get(part, 0) < RARE_WORD_FREQ
-
-
-def abbreviations(surface: str) -> set[str]:
-    """A Chinese name's word (two characters or more, not a qualifier, not its head) with the name's last character
-    glued after it, where that is not already in the name: "四色机", "对开机" of 海德堡四色胶印机 / 小森对开胶印机."""
-    key = skeleton(surface)
-    if len(key) < 4 or not _CJK.match(key[-1]):
-        return set()
-    head = key[-1]
-    return {part + head for part in name_parts(surface)
-            if len(part) >= MIN_PART_CHARS and _CJK_ONLY.match(part) and not is_qualifier(part)
-            and not key.endswith(part) and part + head not in key}
-
-
-_CJK_ONLY = re.compile("^[\u3400-\u9fff]+$")
-
-
-# How people address or refer to a person by surname: "王工", "张总", "老李", "小陈", "刘老师".
-_TITLES = ("工", "总", "老师", "经理", "师傅", "医生", "大夫", "主任", "姐", "哥", "先生", "女士", "阿姨", "叔")
-# Titles of a trade or an office said after a surname ("吴教练", "李店长", "陈护士"): forms of the people who work there
-# only, never of those served (a patient 王丽 is not "王护士", a student 王思远 not "王教练").
-_TRADE_TITLES = ("教练", "老板", "店长", "护士", "律师", "教授", "院长", "校长", "主管", "队长", "班长", "组长", "科长",
-                 "处长", "厂长", "部长", "所长", "会计", "司机")
-# Kinship titles said after a surname ("王奶奶") or, for a three-character name, after the given name ("桂芳奶奶").
-_KIN = ("奶奶", "爷爷", "大爷", "大妈", "婆婆", "伯伯", "叔叔", "阿姨")
-_PERSON_NAME = re.compile("^[\u3400-\u9fff]{2,4}$")
-
-
-def person_forms(name: str, *, staff: bool = False) -> set[str]:
-    """The ways a Chinese personal name (of a type that names people, entities/typenouns.py) is said in part: the
-    surname with a title or 老/小, and for three characters the surname with the first given character ("王晓" of
-    王晓雯 and 王晓东 alike, so it names both)."""
-    key = normalize_key(name)
-    if not _PERSON_NAME.match(key):
-        return set()
-    surname = key[0]
-    forms = {surname + t for t in (*_TITLES, *_KIN, *(_TRADE_TITLES if staff else ()))} | {"老" + surname, "小" + surname}
-    if len(key) == 3:
-        forms.add(key[:2])
-        forms.update(key[1:] + t for t in _KIN)
-    return forms - {key}
-
-
-def given_name(name: str) -> str | None:
-    """The given name of a three-character Chinese personal name ("子豪" of 李子豪): how family, friends and
-    colleagues say it. A name part, not a registered form: it names alone only when rare (see rare_word)."""
-    key = normalize_key(name)
-    return key[1:] if len(key) == 3 and _PERSON_NAME.match(key) else None
-
-
-def is_qualifier(part: str) -> bool:
-    """A numbered qualifier or a bare code: tells siblings apart, names nothing on its own."""
-    return bool(_NUMBERED.match(part)) or (part.isdigit() and len(part) < MIN_SERIAL_DIGITS)
 
 
 def attribute_values(attributes: Mapping) -> set[str]:
@@ -232,7 +114,7 @@ class PartIndex:
         before = {part: len(ids) for part, ids in index.items()}
         # A Chinese part names every entity whose name holds it, however the segmenter cut that name: "液相" of
         # 老液相 is in 液相色谱仪2号 too (one automaton pass over the names, not a scan per part).
-        cjk = _automaton({part: {0} for part in index if _CJK.search(part)})
+        cjk = _automaton({part: {0} for part in index if CJK.search(part)})
         if cjk is not None:
             for ref in refs:
                 for surface in (ref.name, *ref.aliases):
@@ -282,7 +164,7 @@ class PartIndex:
         keys = {ref.id: [normalize_key(sf) for sf in (*surfaces[ref.id],
                                                       *attribute_values((attributes or {}).get(ref.id) or {}))]
                 for ref in refs}
-        self._codes = {eid: frozenset(code for key in ks for code in _CODE.findall(key)) for eid, ks in keys.items()}
+        self._codes = {eid: frozenset(code for key in ks for code in CODE.findall(key)) for eid, ks in keys.items()}
         self._numbers = {eid: frozenset(int(n) for key in ks for n in re.findall(r"[0-9]+", key) if len(n) <= 6)
                          for eid, ks in keys.items()}
         self._automaton = _automaton(index)
@@ -290,13 +172,13 @@ class PartIndex:
         self._heads = self.label_heads()
         # The last character of every thing's name ("机" of 切纸机, "间" of 后道车间): what a name for a thing ends with.
         self.name_heads = frozenset(key[-1] for ref in refs if "person" not in kinds_of_type(ref.type)
-                                    for sf in surfaces[ref.id] if (key := skeleton(sf)) and _CJK.match(key[-1]))
+                                    for sf in surfaces[ref.id] if (key := skeleton(sf)) and CJK.match(key[-1]))
 
     def label_heads(self) -> dict[str, frozenset[str]]:
         """The last character of each learnt label ("罐" of 发酵罐, "桶" of 橡木桶) → the types it ends."""
         heads: dict[str, set[str]] = {}
         for word, type_ in self.type_words.items():
-            if len(word) >= 2 and _CJK.match(word[-1]):
+            if len(word) >= 2 and CJK.match(word[-1]):
                 heads.setdefault(word[-1], set()).add(type_)
         return {ch: frozenset(types) for ch, types in heads.items()}
 
