@@ -8,15 +8,12 @@ from tests.conversations.api_helpers import create_conversation
 
 pytestmark = pytest.mark.django_db
 
-# (older, newer, a word of the new value). The second is told as an event: the event replaces the state.
+# (older, newer, a word of the new value). The third is told as an event: the event replaces the state.
 CHANGES = [
     ("我每天早上跑步五公里。", "膝盖不太行了，现在早上改游泳了，一次一千米。", "游泳"),
     ("I take 10mg of atorvastatin every night.", "My doctor bumped my atorvastatin up to 20mg.", "20mg"),
     ("Our staging server runs on Ubuntu 20.04.", "We finally upgraded staging to Ubuntu 24.04 last week.", "24.04"),
 ]
-# The session 24 gate keeps the third's older statement as an event, and events never replace events (the
-# session 23 gate kept it as a fact and this passed): a kind misread by the gate, not the judge's.
-REPLACED = [*CHANGES[:2], pytest.param(*CHANGES[2], marks=pytest.mark.xfail(strict=True, reason="gate kind misread"))]
 
 
 def say(api, conv, content, at):
@@ -46,7 +43,7 @@ def tell(api, older, newer) -> Memory:
     return old
 
 
-@pytest.mark.parametrize("older,newer,value", REPLACED)
+@pytest.mark.parametrize("older,newer,value", CHANGES)
 def test_a_change_the_rules_do_not_read_replaces_the_old_statement(api, older, newer, value):
     old = tell(api, older, newer)
     assert old.status == "superseded"

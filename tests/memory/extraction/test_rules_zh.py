@@ -85,8 +85,7 @@ def test_changed_preference_matches_memory_without_slot_key():
     [
         ("我们农场在黑龙江佳木斯。", "fact:农场.位置", "佳木斯"),
         ("我家住在杭州西湖区文三路。", "fact:用户.住址", "文三路"),
-        pytest.param("我们合作社今年的采购预算是八十万。", "fact:合作社.采购预算", "八十万", marks=pytest.mark.xfail(
-            strict=True, reason="session 24 gate: kept, but read as an event ('今年'); the session 23 gate read a fact")),
+        ("我们合作社今年的采购预算是八十万。", "fact:合作社.采购预算", "八十万"),
         ("我们的业务系统用的是 MySQL 8。", "fact:业务系统.数据库", "MySQL 8"),
         ("我们场站的备用发电机在二号仓库。", "fact:场站备用发电机.位置", "二号仓库"),
     ],
@@ -346,8 +345,7 @@ def test_a_mood_or_an_occasion_on_a_small_talk_topic_is_not_standing(text):
         "维保建议怎么排序",
         "我们农场在佳木斯吗",
         "查一下3号拖拉机的维保记录。",
-        pytest.param("把这周的维保建议列一下。", marks=pytest.mark.xfail(
-            strict=True, reason="session 24 gate: not kept, but task-only ('这周') instead of dropped")),
+        "把这周的维保建议列一下。",
         pytest.param('帮我安排1号收割机的保养，地点在东区维修棚。', marks=_MISS),
     ],
 )
