@@ -34,9 +34,14 @@ def standing(text: str) -> list:
     # After any clause boundary, a Chinese comma or a dash too.
     ("会员卡号是 6222 0210，这次先用一下，don't save it 哈", "do_not_remember"),
     ("My passport number is E1234567 — don't keep it after the booking.", "do_not_remember"),
+    # Please in its texting forms.
+    ("the alarm code is 5512 pls dont save it", "do_not_remember"),
+    ("plz don't store my card number", "do_not_remember"),
     # Asking to forget what was said before: the sentence goes, the rest of its message stays.
     ("hey, please forget my ex's address", "forget_request"),
     ("can you delete the part about my brother's debts", "forget_request"),
+    ("pls forget my old work address", "forget_request"),
+    ("could you plz delete the part about my loan", "forget_request"),
     ("钥匙柜密码那条你删了吧", "forget_request"),
     ("那条关于我工资的删了吧", "forget_request"),
     # …and what only looks like it is a statement.
