@@ -1,6 +1,7 @@
-"""The learned judge's model as plain arrays (`memory/learn/models/judge.npz`): a projection of the
-vector features, then gradient-boosted trees over every feature, evaluated in NumPy. No pickle: the
-file holds only numbers and names, written by `memory.learn.judge_train` and read here."""
+"""The learned judge's model as plain arrays (`memory/learn/models/judge.npz`): a small neural network
+(one hidden layer of rectified units, a softmax over the three classes) over the standardised scalar
+features and the raw vector features, evaluated in NumPy. No pickle: the file holds only numbers and
+names, written by `memory.learn.judge_train` and read here."""
 from __future__ import annotations
 
 import threading
@@ -18,37 +19,27 @@ MODEL_PATH = Path(__file__).resolve().parent / "models" / "judge.npz"
 class JudgeModel:
     model_id: str  # the embedding model the features were computed with (a name get_embedder knows)
     labels: tuple[str, ...]  # class order of the probabilities
-    proj_mean: np.ndarray  # vector features: centred, then projected on `proj` (PCA components)
-    proj: np.ndarray
-    baseline: np.ndarray  # raw score per class before any tree
-    tree_class: np.ndarray  # per tree: the class whose raw score it adds to
-    roots: np.ndarray  # per tree: its first node in the node arrays
-    feature: np.ndarray  # per node: the feature compared (−1 at a leaf)
-    threshold: np.ndarray  # per node: go left when the feature is ≤ this
-    left: np.ndarray
-    right: np.ndarray
-    value: np.ndarray  # per node: the leaf's value
-    depth: int
+    scalar_mean: np.ndarray  # scalar features are standardised with the training half's mean and spread
+    scalar_scale: np.ndarray
+    vector_gain: float  # vector features (products of unit vectors, ~0.03 each) scaled to the scalars' range
+    hidden_w: np.ndarray  # (inputs, hidden)
+    hidden_b: np.ndarray
+    out_w: np.ndarray  # (hidden, classes)
+    out_b: np.ndarray
     bands: dict  # decision thresholds calibrated in training (judge.py reads them)
 
+    @property
+    def vector_width(self) -> int:
+        return self.hidden_w.shape[0] - self.scalar_mean.size
+
     def inputs(self, scalars: np.ndarray, vectors: np.ndarray) -> np.ndarray:
-        reduced = (vectors - self.proj_mean) @ self.proj.T
-        return np.hstack([scalars, reduced]).astype(np.float64)
+        return np.hstack([(scalars - self.scalar_mean) / self.scalar_scale,
+                          vectors * self.vector_gain]).astype(np.float64)
 
     def proba(self, x: np.ndarray) -> np.ndarray:
         """Class probabilities of rows of model inputs (`inputs`)."""
-        n = x.shape[0]
-        nodes = np.broadcast_to(self.roots, (n, self.roots.size)).copy()
-        rows = np.arange(n)[:, None]
-        for _ in range(self.depth):
-            feat = self.feature[nodes]
-            leaf = feat < 0
-            if leaf.all():
-                break
-            go_left = x[rows, np.where(leaf, 0, feat)] <= self.threshold[nodes]
-            nodes = np.where(leaf, nodes, np.where(go_left, self.left[nodes], self.right[nodes]))
-        raw = np.tile(self.baseline, (n, 1))
-        np.add.at(raw.T, self.tree_class, self.value[nodes].T)  # each tree adds its leaf to its class
+        hidden = np.maximum(x @ self.hidden_w + self.hidden_b, 0.0)
+        raw = hidden @ self.out_w + self.out_b
         raw -= raw.max(axis=1, keepdims=True)
         e = np.exp(raw)
         return e / e.sum(axis=1, keepdims=True)
@@ -56,6 +47,7 @@ class JudgeModel:
 
 _loaded: dict[Path, JudgeModel] = {}
 _lock = threading.Lock()
+_ARRAYS = ("scalar_mean", "scalar_scale", "hidden_w", "hidden_b", "out_w", "out_b")
 
 
 def load_model(path: Path = MODEL_PATH) -> JudgeModel:
@@ -63,11 +55,9 @@ def load_model(path: Path = MODEL_PATH) -> JudgeModel:
         if path not in _loaded:
             with np.load(path, allow_pickle=False) as z:
                 bands = dict(zip(z["band_names"].tolist(), z["band_values"].tolist()))
-                _loaded[path] = JudgeModel(
-                    model_id=str(z["model_id"]), labels=tuple(z["labels"].tolist()), proj_mean=z["proj_mean"],
-                    proj=z["proj"], baseline=z["baseline"], tree_class=z["tree_class"], roots=z["roots"],
-                    feature=z["feature"], threshold=z["threshold"], left=z["left"], right=z["right"],
-                    value=z["value"], depth=int(z["depth"]), bands=bands)
+                _loaded[path] = JudgeModel(model_id=str(z["model_id"]), labels=tuple(z["labels"].tolist()),
+                                           vector_gain=float(z["vector_gain"]), bands=bands,
+                                           **{name: z[name] for name in _ARRAYS})
         return _loaded[path]
 
 

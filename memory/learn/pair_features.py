@@ -10,8 +10,7 @@ The features, in groups:
   codes, names, the value after a marker replaced), per model of a composite encoder, and their
   difference (the same slot with another value scores high masked, lower as written);
 - |a−b| and a⊙b of the multilingual vectors (as written and masked), and the newer statement's own
-  vectors (as written and masked), each block reduced by a projection fitted in training and shipped
-  with the model;
+  vectors (as written and masked);
 - word overlap (jieba for Chinese), words only one side has, numbers on each side and whether they
   differ;
 - cue flags of the newer (a change: 现在/改/换/不再/now/switched…; an addition: 也/另外/还/also…;
@@ -169,7 +168,7 @@ def _scalars(p: PairInput, cos_raw: list[float], cos_masked: list[float], cos_cr
     return out
 
 
-# The vector features, in blocks each reduced by its own trained projection (judge_train.N_COMPONENTS):
+# The vector features, in blocks the model reads whole (judge_model: one hidden layer over them):
 # the pair's interactions (|a−b| and a⊙b, raw and masked: 4 widths of the first model), then the newer
 # statement itself (raw and masked: 2 widths), which reads as a change, an addition or an event in any
 # domain's words.
@@ -178,7 +177,7 @@ BLOCK_WIDTHS = (4, 2)
 
 def pair_matrix(encoder: PairEncoder, pairs: list[PairInput]) -> tuple[np.ndarray, np.ndarray]:
     """(scalar features, vector features) of every pair; the vector features are BLOCK_WIDTHS × the
-    first model's width, reduced by the trained projection."""
+    first model's width."""
     if not pairs:
         return np.zeros((0, len(scalar_names()))), np.zeros((0, sum(BLOCK_WIDTHS) * encoder.split[0]))
     masked = {t: mask_values(t) for p in pairs for t in (p.older, p.newer)}

@@ -4,6 +4,7 @@ transaction, with the user's write lock held."""
 from __future__ import annotations
 
 from django.conf import settings
+from django.utils import timezone
 
 from memory.choices import SUBJECT_KINDS, MemoryKind, MemoryScope
 from memory.models import Memory
@@ -108,6 +109,8 @@ def _learned_replaces(inp, existing: list, decisions: dict[int, object]) -> dict
     conf = settings.MEMORY_LEARNED_REPLACE
     if not conf.get("enabled", True) or any(d.action in ("supersede", "duplicate") for d in decisions.values()):
         return decisions  # off, or the rules found what the statement replaces or restates
+    if ended_when_written(inp):
+        return decisions
     if conf.get("needs_change_word", False) and not may_say_change(inp.content):
         return decisions
     picked = _likeliest_replaced(inp, [e for e in existing if e.id in decisions
@@ -116,9 +119,10 @@ def _learned_replaces(inp, existing: list, decisions: dict[int, object]) -> dict
     if picked is None:
         return decisions
     p, e = picked
-    if p >= float(conf["min"]):
+    least, flag = replace_floors()
+    if p >= least:
         decisions[e.id] = replace(decisions[e.id], action="supersede", score=p)
-    elif p >= float(conf["conflict"]) and decisions[e.id].action == "coexist":
+    elif p >= flag and decisions[e.id].action == "coexist":
         decisions[e.id] = replace(decisions[e.id], action="conflict", score=p)
     return decisions
 
@@ -134,6 +138,8 @@ def event_replaces(inp, vector, model_id: str) -> list:
     conf = settings.MEMORY_LEARNED_REPLACE
     if not conf.get("enabled", True) or inp.kind != MemoryKind.EVENT or inp.scope != MemoryScope.USER:
         return []
+    if ended_when_written(inp):
+        return []
     near = similar_active(inp.org, inp.user_id, inp.content, vector, model_id, kind=MemoryKind.FACT, scope=MemoryScope.USER,
                           conversation_id=inp.conversation_id, slot_key=None)
     # Read as the state it leaves behind (a fact): labelled events that change a state are few in the
@@ -141,9 +147,28 @@ def event_replaces(inp, vector, model_id: str) -> list:
     # above as an event, 0.99 as a fact); events that change nothing still read as another attribute.
     picked = _likeliest_replaced(inp, [Existing(id=m.id, content=m.content, kind=m.kind, slot_key=m.slot_key, full=sim)
                                        for m, sim in near], newer_kind="fact")
-    if picked is None or picked[0] < float(conf["min"]):
+    if picked is None or picked[0] < replace_floors()[0]:
         return []
     return [m for m, _ in near if m.id == picked[1].id]
+
+
+def ended_when_written(inp) -> bool:
+    """A memory whose validity ended before it became known ("drank instant coffee during the old
+    contract", written with a past valid_to) tells what held then: it replaces nothing that holds now."""
+    return inp.valid_to is not None and inp.valid_to <= (inp.created_at or timezone.now())
+
+
+def replace_floors() -> tuple[float, float]:
+    """(replaces from, possible conflict from) in P(replaces): MEMORY_LEARNED_REPLACE's "min" and
+    "conflict", where null means the judge's trained band (chosen out of fold by writer when it was
+    trained, so a retrained model brings its own) and the conflict floor the replace floor (no band)."""
+    from memory.learn.judge_model import load_model
+
+    conf = settings.MEMORY_LEARNED_REPLACE
+    least = conf.get("min")
+    least = float(load_model().bands["supersede"]) if least is None else float(least)
+    flag = conf.get("conflict")
+    return least, (least if flag is None else min(least, float(flag)))
 
 
 def _likeliest_replaced(inp, existing: list, newer_kind: str | None = None) -> tuple[float, object] | None:

@@ -72,7 +72,10 @@ def test_the_sampler_is_a_beat_job_and_a_task():
     assert job.every_minutes == 1 and metrics_sample_task.name == job.task
 
 
-def test_dashboard_is_the_landing_page_and_charts_every_series(console, client, org):
+def test_dashboard_is_the_landing_page_and_charts_every_series(console, client, org, settings):
+    # Both memories must stay active for the conflict to be open: the learned judge replaces the first
+    # with the second ("instead"), which is right, and not what this test is about.
+    settings.MEMORY_LEARNED_REPLACE = {**settings.MEMORY_LEARNED_REPLACE, "enabled": False}
     older = write(org, "Remind me by SMS", kind="preference").memory
     newer = write(org, "Notify me on WeChat instead", kind="preference").memory
     conflict_record(older=older, newer=newer, score=0.6)

@@ -115,8 +115,16 @@ def recall(api, query, **extra):
     return response.json()
 
 
+@pytest.fixture(autouse=True)
+def _both_stay_active(settings):
+    """The learned judge would supersede the older at write time (an event replaces the fact it changes,
+    D29, from the judge's band, D32): these tests are about what recall does when both stay active, as
+    they do when the judge is unsure or they were written before it."""
+    settings.MEMORY_LEARNED_REPLACE = {**settings.MEMORY_LEARNED_REPLACE, "enabled": False}
+
+
 def supplier_changed(api) -> tuple[dict, dict]:
-    # An event never supersedes on the write path (DESIGN §5), so both stay active: recall decides.
+    # Events never supersede by the subject rules (DESIGN §5), so both stay active: recall decides.
     older = remember(api, "我们的配件供应商是华信。")
     newer = remember(api, "配件供应商改成大陆了。", kind="event", at=APRIL)
     return older, newer

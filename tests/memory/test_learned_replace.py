@@ -63,3 +63,25 @@ def test_with_the_learned_replace_off_the_rules_leave_both(api, settings, older,
 def test_a_look_alike_about_another_person_stays(api, older, newer):
     assert tell(api, older, newer).status == "active"
     assert len(active()) == 2
+
+
+def test_a_memory_whose_validity_ended_before_it_was_written_replaces_nothing(org):
+    """What held then ("during the old contract", valid_to in the past) does not replace what holds now;
+    the same statement without an end replaces it (the judge reads it as a change), so the guard is
+    what keeps the habit standing."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tests.console.helpers import write
+
+    habit = "The plant manager drinks dark roast coffee every morning before the shift"
+    then = "The plant manager drank instant coffee during the old contract"
+    current = write(org, habit, user_id="u1").memory
+    write(org, then, user_id="u1", valid_to=timezone.now() - timedelta(days=1))
+    current.refresh_from_db()
+    assert current.status == "active"
+    other = write(org, habit, user_id="u2").memory
+    write(org, then, user_id="u2")
+    other.refresh_from_db()
+    assert other.status == "superseded"

@@ -89,7 +89,7 @@ def test_masking_replaces_values():
 def test_the_committed_model_is_plain_arrays():
     model = load_model()
     assert model.labels == ("coexist", "duplicate", "supersede")
-    x = np.zeros((2, model.proj_mean.size), dtype=np.float32)
+    x = np.zeros((2, model.vector_width), dtype=np.float32)
     from memory.learn.pair_features import scalar_names
 
     p = model.proba(model.inputs(np.zeros((2, len(scalar_names()))), x))
