@@ -11,7 +11,8 @@
 memory/learn/pair_features.py's, computed from the texts by the same code the write path runs; the
 model is scikit-learn's MLPClassifier (one hidden layer), exported to plain arrays (judge_model.py), and
 the decision bands (replaces / possible conflict / duplicate) are chosen on out-of-fold probabilities
-of the tuning half, each fold holding out whole writers' files (AUTHOR_FOLDS folds). Training is deterministic: the same data and encoder give the same file.
+of the tuning half, each fold holding out whole writers' files (AUTHOR_FOLDS folds). Training is
+deterministic: the same data and encoder give the same file.
 """
 from __future__ import annotations
 
