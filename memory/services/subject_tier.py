@@ -142,12 +142,14 @@ def event_replaces(inp, vector, model_id: str) -> list:
         return []
     near = similar_active(inp.org, inp.user_id, inp.content, vector, model_id, kind=MemoryKind.FACT, scope=MemoryScope.USER,
                           conversation_id=inp.conversation_id, slot_key=None)
-    # Read as the state it leaves behind (a fact): labelled events that change a state are few in the
-    # judge's data, and its kind feature reads "event" as "coexists" (P(replaces) 0.04 for the example
-    # above as an event, 0.99 as a fact); events that change nothing still read as another attribute.
+    # Read as what it is, an event: the judge has learned events that change a state (fact → event pairs
+    # labelled replaces) and many that change nothing. Read as a fact (before session 25), an event about
+    # the same thing read as its new value ("In March I was awarded Nurse of the Year for the cardiac
+    # unit" replaced "I work as a nurse at St Vincent's…" at P 0.94; as an event, 0.76). An event's floor
+    # is its own: most events change nothing, so it is held to a surer reading than a statement's.
     picked = _likeliest_replaced(inp, [Existing(id=m.id, content=m.content, kind=m.kind, slot_key=m.slot_key, full=sim)
-                                       for m, sim in near], newer_kind="fact")
-    if picked is None or picked[0] < replace_floors()[0]:
+                                       for m, sim in near])
+    if picked is None or picked[0] < max(replace_floors()[0], float(conf.get("event_min", 0.0))):
         return []
     return [m for m, _ in near if m.id == picked[1].id]
 
@@ -160,15 +162,15 @@ def ended_when_written(inp) -> bool:
 
 def replace_floors() -> tuple[float, float]:
     """(replaces from, possible conflict from) in P(replaces): MEMORY_LEARNED_REPLACE's "min" and
-    "conflict", where null means the judge's trained band (chosen out of fold by writer when it was
-    trained, so a retrained model brings its own) and the conflict floor the replace floor (no band)."""
+    "conflict"; null means the judge's trained band (chosen out of fold by writer when it was trained, so
+    a retrained model brings its own)."""
     from memory.learn.judge_model import load_model
 
     conf = settings.MEMORY_LEARNED_REPLACE
-    least = conf.get("min")
-    least = float(load_model().bands["supersede"]) if least is None else float(least)
-    flag = conf.get("conflict")
-    return least, (least if flag is None else min(least, float(flag)))
+    band = float(load_model().bands["supersede"])
+    least = band if conf.get("min") is None else float(conf["min"])
+    flag = band if conf.get("conflict") is None else float(conf["conflict"])
+    return least, min(least, flag)
 
 
 def _likeliest_replaced(inp, existing: list, newer_kind: str | None = None) -> tuple[float, object] | None:

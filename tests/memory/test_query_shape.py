@@ -61,6 +61,9 @@ def test_dense_baseline_ranks_by_cosine_only(tmp_path):
 def test_second_look_raises_what_the_top_hits_are_about(api, settings):
     # The question names Caroline's plan; the memory that says where the plan stands does not
     # name the plan's words, only what the top hit is about (the adoption agency).
+    # The learned judge reads the call back as a possible change of the plan (a possible conflict: the
+    # newer ranks first); this test is about the second look alone.
+    settings.MEMORY_LEARNED_REPLACE = {**settings.MEMORY_LEARNED_REPLACE, "enabled": False}
     remember(api, "Caroline plans to adopt a child through the Sunrise adoption agency")
     remember(api, "The Sunrise agency called Caroline back about the home visit next month")
     for text in ["Melanie paints sunsets at the lake", "Melanie's son plays soccer on Saturdays",
