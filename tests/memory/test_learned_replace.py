@@ -85,3 +85,40 @@ def test_a_memory_whose_validity_ended_before_it_was_written_replaces_nothing(or
     write(org, then, user_id="u2")
     other.refresh_from_db()
     assert other.status == "superseded"
+
+
+def test_an_event_is_judged_as_an_event_and_replaces_only_when_sure(org):
+    """A user's event replaces the fact it changes (D29) only from MEMORY_LEARNED_REPLACE["event_min"]:
+    most events change nothing. An award in one's ward is not a new job; an upgrade told as an event is
+    the new version."""
+    from tests.console.helpers import write
+
+    job = write(org, "I work as a nurse at St Vincent's Hospital in Sydney, in the cardiac ward").memory
+    write(org, "In March I was awarded Nurse of the Year for the cardiac unit", kind="event")
+    job.refresh_from_db()
+    assert job.status == "active"
+    staging = write(org, "Our staging server runs on Ubuntu 20.04.").memory
+    write(org, "We finally upgraded staging to Ubuntu 24.04 last week.", kind="event")
+    staging.refresh_from_db()
+    assert staging.status == "superseded"
+
+
+def test_the_judges_band_under_the_replace_floor_flags_a_possible_conflict(org, settings):
+    """From the judge's trained band (conflict null) to min, both stay active and the pair is queued for
+    review (DESIGN §5); replacing from the band instead supersedes the older."""
+    from memory.learn.judge_model import load_model
+    from memory.models import MemoryConflict
+    from tests.console.helpers import write
+
+    landlord = "My landlord in Melbourne is Mr. George Papadopoulos, he lives in Brunswick"
+    moved = "I moved to Melbourne in February 2023 for a job at Monash University"
+    older = write(org, landlord, user_id="u1").memory
+    newer = write(org, moved, user_id="u1").memory
+    older.refresh_from_db()
+    assert older.status == "active"
+    assert MemoryConflict.objects.filter(older=older, newer=newer, status="open").exists()
+    settings.MEMORY_LEARNED_REPLACE = {**settings.MEMORY_LEARNED_REPLACE, "min": load_model().bands["supersede"]}
+    other = write(org, landlord, user_id="u2").memory
+    write(org, moved, user_id="u2")
+    other.refresh_from_db()
+    assert other.status == "superseded"
