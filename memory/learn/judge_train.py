@@ -131,8 +131,7 @@ def fit(scalars: np.ndarray, vectors: np.ndarray, y: np.ndarray) -> dict:
 def _model(arrays: dict, bands: dict):
     from memory.learn.judge_model import JudgeModel
 
-    return JudgeModel(model_id=ENCODER, labels=LABELS, bands=bands,
-                      **{k: (float(v) if k == "vector_gain" else v) for k, v in arrays.items()})
+    return JudgeModel(model_id=ENCODER, labels=LABELS, bands=bands, **arrays)
 
 
 def oof_proba(scalars, vectors, y, groups, folds: int) -> np.ndarray:
