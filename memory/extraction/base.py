@@ -80,6 +80,10 @@ class Candidate:
     # What the learned gate said of the sentence: {"p": keep probability, "model": model version};
     # stored on the memory as metadata["gate"] (the uncertain band is reviewed later, D25).
     gate: dict | None = None
+    # The statement in the user's words when its content rewrote them (relative times made dates): what
+    # the learned judge reads, since it learned from what people say ("下周起发货全换极兔" replaces "发货用的
+    # 中通" at 0.84; rewritten to "2026年3月23日那一周起…", 0.25). Not stored: the content is the memory.
+    said: str | None = None
 
 
 @dataclass

@@ -44,6 +44,7 @@ class Statement:
     new_value: str | None = None  # a subjectless correction ("是齐齐哈尔"): filled from what it corrects
     replaces_only: bool = False  # kept only as the new value of a standing memory on its subject (rules.py)
     gate: dict | None = None  # the learned gate's keep probability and model (memory/learn/gate.py)
+    said: str | None = None  # the user's words when the content rewrote them (Candidate.said)
 
 
 def lexicon_for(text: str) -> Lexicon:
@@ -84,6 +85,7 @@ def resolve(st: Statement, existing: list[ExistingMemory]) -> Candidate:
         occurred_at=st.occurred_at, valid_from=st.valid_from, valid_to=st.valid_to,
         importance=importance_for(kind=st.kind, scope=st.scope, change=st.change, explicit=st.explicit),
         change=st.change, replaces_only=st.replaces_only, gate=st.gate,
+        said=st.said if st.said != st.content else None,
     )
     # Task instructions never touch long-term memories, suggestions are not knowledge, and
     # events only ever accumulate.
@@ -128,6 +130,8 @@ def attribute_to(st: Statement, speaker: str) -> None:
     the conversation: say so in the content, and key first-person slots by the speaker so two
     speakers' "address" never supersede each other."""
     st.content = f"{speaker}: {st.content}"
+    if st.said:
+        st.said = f"{speaker}: {st.said}"
     if st.slot_key:
         st.slot_key = re.sub(r"^(\w+):(?:user|org|用户|组织)\b", lambda m: f"{m.group(1)}:{speaker.lower()}", st.slot_key)
 
@@ -147,6 +151,7 @@ def merge_retractions(statements: list[Statement]) -> list[Statement]:
                 and {prev.kind, st.kind} <= {"fact", "preference"} and not st.old_values and st.scope == prev.scope == "user"):
             # One change of one subject: the retraction names the subject (its slot), the
             # replacement the value; the pair is stored as one statement under the old subject.
+            st.said = f"{prev.said or prev.content}; {st.said or st.content}"
             st.content = f"{prev.content}; {st.content}"
             st.old_values = list(prev.old_values)
             # The key is the retraction's, the value the replacement's: the old value must not

@@ -232,7 +232,7 @@ class RuleExtractor(Extractor):
             if slot is not None and slot.structural and not _DEMONSTRATIVE.match(clause):
                 content = lex.finish(rewrite_times(s, times, lex.lang))
                 return [Statement(kind="fact", content=content, slot=slot, slot_key=slot.key("fact"),
-                                  change="update", old_values=old_values, explicit=explicit)]
+                                  change="update", old_values=old_values, explicit=explicit, said=lex.finish(s))]
         return []
 
     def _now_state(self, s: str, lex: Lexicon, at: datetime, times: list[TimeRef], *, change: str | None,
@@ -281,7 +281,7 @@ class RuleExtractor(Extractor):
             valid_from = started[0].at if started else None
         return Statement(kind=kind, content=lex.finish(content), slot=slot,
                          slot_key=slot.key(kind) if slot else None, change=change, old_values=old_values,
-                         valid_from=valid_from, explicit=explicit)
+                         valid_from=valid_from, explicit=explicit, said=lex.finish(s))
 
     def _event(self, s: str, lex: Lexicon, at: datetime, when: TimeRef | None, explicit: bool, *,
                planned: bool = False, change: str | None = None) -> Statement:
@@ -293,7 +293,7 @@ class RuleExtractor(Extractor):
         key = f"event:{subject}@{occurred.date().isoformat()}" if subject else None
         return Statement(kind="event", content=lex.finish(rewrite_times(s, times, lex.lang)),
                          assertion="user_stated" if planned else "confirmed_event", slot_key=key,
-                         occurred_at=occurred, change=change, explicit=explicit)
+                         occurred_at=occurred, change=change, explicit=explicit, said=lex.finish(s))
 
 
 def _drop_spans(s: str, times: list[TimeRef]) -> str:

@@ -2,15 +2,17 @@
 newer ranks first, and `explain` marks each with the pair (DESIGN §5: both kept, the newer first)."""
 from __future__ import annotations
 
+import json
+
 from django.db import connection
 
 from memory.choices import SUBJECT_KINDS
 from memory.models import MemoryConflict
 
 
-def open_conflicts(*, org, user_id: str, ids: list[int]) -> list[tuple[int, int, int]]:
-    """(conflict id, older, newer) of the open possible conflicts with either side among `ids`,
-    newest first."""
+def open_conflicts(*, org, user_id: str, ids: list[int]) -> list[tuple[int, int, int, bool]]:
+    """(conflict id, older, newer, flagged by the learned judge) of the open possible conflicts with either
+    side among `ids`, newest first."""
     if not ids:
         return []
     # One plain statement (the (org, user, status) index, either side among the items) instead of the
@@ -18,13 +20,25 @@ def open_conflicts(*, org, user_id: str, ids: list[int]) -> list[tuple[int, int,
     qn, opts = connection.ops.quote_name, MemoryConflict._meta
     col = lambda name: qn(opts.get_field(name).column)  # noqa: E731
     marks = ", ".join(["%s"] * len(ids))
-    sql = (f"SELECT {col('id')}, {col('older')}, {col('newer')}, {col('created_at')} FROM {qn(opts.db_table)} "
+    sql = (f"SELECT {col('id')}, {col('older')}, {col('newer')}, {col('created_at')}, {col('signals')} "
+           f"FROM {qn(opts.db_table)} "
            f"WHERE {col('org')} = %s AND {col('user_id')} = %s AND {col('status')} = %s "
            f"AND ({col('older')} IN ({marks}) OR {col('newer')} IN ({marks}))")
     with connection.cursor() as cursor:
         cursor.execute(sql, [org.id, user_id, "open", *ids, *ids])
         found = cursor.fetchall()
-    return [row[:3] for row in sorted(found, key=lambda row: (row[3], row[0]), reverse=True)]
+    return [(*row[:3], "judge" in _signals(row[4]))
+            for row in sorted(found, key=lambda row: (row[3], row[0]), reverse=True)]
+
+
+def _signals(raw) -> dict:
+    """The JSON column as the plain cursor returns it (text on SQLite and MariaDB)."""
+    if isinstance(raw, (bytes, str)):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return {}
+    return raw if isinstance(raw, dict) else {}
 
 
 def conflicts_apply(items: list, *, org, user_id: str, explain: bool, pairs: list | None = None) -> list:
@@ -35,7 +49,7 @@ def conflicts_apply(items: list, *, org, user_id: str, explain: bool, pairs: lis
     if not pairs:
         return items
     order = [item.memory.id for item in items]
-    for conflict_id, older, newer in pairs:
+    for conflict_id, older, newer, _ in pairs:
         if explain:
             for item in items:
                 if item.memory.id in (older, newer):

@@ -50,9 +50,11 @@ def _vector(kept: dict, memory_id: int):
 
 
 def history_apply(items: list, kept: dict, lineage: dict[int, Lineage], embedder, *, k: int, explain: bool,
-                  stages: list | None = None, flagged: set[tuple[int, int]] = frozenset()) -> list:
+                  stages: list | None = None, flagged: set[tuple[int, int]] = frozenset(),
+                  judged: set[tuple[int, int]] = frozenset()) -> list:
     """Mark and move the history items of `items` (ranked, best first); returns the new order.
-    `flagged`: (older, newer) pairs of open possible conflicts (the write path's judge found them alike)."""
+    `flagged`: (older, newer) pairs of open possible conflicts (the write path's judge found them alike);
+    `judged`: those the learned judge flagged (a likely change: no change word is asked of the newer)."""
     conf = settings.RECALL_HISTORY
     if not conf.get("enabled", True) or len(items) < 2:
         return items[:k]
@@ -65,13 +67,15 @@ def history_apply(items: list, kept: dict, lineage: dict[int, Lineage], embedder
     if not olders:
         return items[:k]
     stored = np.vstack([kept[o.id].vector for o in olders])
+    judged_newer = {newer for _, newer in judged}
     budget = int(conf.get("max_pairs", 4))  # pairs whose texts are parsed (about a millisecond a new text)
     for newer in items:  # best-ranked first: the first that replaces an older is the one it is shown below
         if budget <= 0:
             break
         n, b, c = newer.memory, said[newer.memory.id], kept.get(newer.memory.id)
-        if b is None or c is None or c.vector is None or not n.created_at or not may_say_change(n.content):
-            continue  # the rule needs a change said: most items are passed over before any parse
+        if b is None or c is None or c.vector is None or not n.created_at or \
+                not (n.id in judged_newer or may_say_change(n.content)):
+            continue  # the rule needs a change said (or the judge's flag): most items are passed over before any parse
         # One product per newer for every older (the cosine the read path uses: the multilingual half
         # alone where Chinese is involved, both halves mixed otherwise).
         cosines = {True: None, False: None}
@@ -95,7 +99,8 @@ def history_apply(items: list, kept: dict, lineage: dict[int, Lineage], embedder
                 break  # the best-ranked newer items were looked at; the rest stay current
             budget -= 1
             verdict = newer_is_current(a, b, cosine=cosine, limits=limits, subject=float(conf["subject"]),
-                                       alike=float(conf["alike"]), close=float(conf["close"]), conflict=conflict)
+                                       alike=float(conf["alike"]), close=float(conf["close"]), conflict=conflict,
+                                       judged=(o.id, n.id) in judged)
             if verdict.history:
                 found[o.id] = (n.id, verdict)
     if not found:

@@ -72,6 +72,7 @@ def _candidate_input(message: Message, candidate, *, entity_ids: list[int], sour
         actor=produced_by, change=candidate.change,
         supersedes=[short_to_id[s] for s in candidate.supersedes if s in short_to_id], metadata=metadata,
         subject=candidate.subject, replaces_only=getattr(candidate, "replaces_only", False),
+        said=getattr(candidate, "said", None),
     )
 
 

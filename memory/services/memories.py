@@ -26,6 +26,7 @@ from memory.services.subject_tier import (
     conflicts_record,
     distinct_statements,
     event_replaces,
+    judge_veto,
     other_attribute,
     subject_decisions,
 )
@@ -72,6 +73,7 @@ class MemoryInput:
     subject: str | None = None  # the attribute the statement is about, when the extractor names it
     replaces_only: bool = False  # stored only when it supersedes or may conflict with a standing memory
     metadata: dict = field(default_factory=dict)  # the client's key/value metadata, kept as given
+    said: str | None = None  # the user's words when the content rewrote them: what the learned judge reads
 
 
 @dataclass
@@ -233,7 +235,7 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
             memory, decision = same_subject[0]
             _touch_duplicate(memory, inp)
             return WriteOutcome("duplicate", whole(memory), similarity=decision.score)
-        targets = _supersede_targets(inp, similar, limits.supersede, decisions) if dedup else []
+        targets = judge_veto(inp, _supersede_targets(inp, similar, limits.supersede, decisions), decisions) if dedup else []
         if dedup and inp.kind == MemoryKind.EVENT:
             targets += event_replaces(inp, vector, embedder.model_id)
         if inp.replaces_only and not targets and not any(d.action == "conflict" for d in decisions.values()):

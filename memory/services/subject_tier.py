@@ -37,7 +37,11 @@ def _kept_apart(inp, existing: list, decisions: dict[int, object]) -> dict[int, 
     (P(coexists) at least MEMORY_LEARNED_KEEP_APART) is kept as its own memory. The rules read "Sam is
     booked for ep 43, records March 27" as "Lena is confirmed for episode 42, recording March 20" said
     again (one head, a shared "2026" of the dates); a duplicate verdict folds the statement into the
-    other and it is never recalled, while a restatement kept twice costs one near-copy."""
+    other and it is never recalled, while a restatement kept twice costs one near-copy.
+
+    And a restatement the judge reads as a change (P(replaces) over P(duplicate), at least the flag floor)
+    is left to the judge's replace step: the rules read "年卡涨价了，现在3299" as "我们年卡卖2999" said again
+    (one head), and folding a new value into the old one loses it."""
     from dataclasses import replace
 
     from memory.learn.judge import judge_pairs
@@ -47,9 +51,16 @@ def _kept_apart(inp, existing: list, decisions: dict[int, object]) -> dict[int, 
     ruled = [e for e in existing if e.id in decisions and decisions[e.id].action == "duplicate"]
     if floor > 1.0 or not ruled:
         return decisions
-    for e, verdict in zip(ruled, judge_pairs([PairInput(e.content, inp.content, e.kind, inp.kind) for e in ruled])):
-        if verdict.reason == "model" and float(verdict.proba.get("coexist", 0.0)) >= floor:
-            decisions[e.id] = replace(decisions[e.id], action="coexist", score=float(verdict.proba["coexist"]))
+    newer = inp.said or inp.content
+    for e, verdict in zip(ruled, judge_pairs([PairInput(e.content, newer, e.kind, inp.kind) for e in ruled])):
+        if verdict.reason != "model":
+            continue
+        proba = {k: float(v) for k, v in verdict.proba.items()}
+        if proba.get("coexist", 0.0) >= floor:
+            decisions[e.id] = replace(decisions[e.id], action="coexist", score=proba["coexist"])
+        elif proba.get("supersede", 0.0) > proba.get("duplicate", 0.0) and \
+                proba.get("supersede", 0.0) >= replace_floors()[1] and settings.MEMORY_LEARNED_REPLACE.get("enabled", True):
+            decisions[e.id] = replace(decisions[e.id], action="coexist", score=proba["supersede"])
     return decisions
 
 
@@ -122,9 +133,40 @@ def _learned_replaces(inp, existing: list, decisions: dict[int, object]) -> dict
     least, flag = replace_floors()
     if p >= least:
         decisions[e.id] = replace(decisions[e.id], action="supersede", score=p)
-    elif p >= flag and decisions[e.id].action == "coexist":
-        decisions[e.id] = replace(decisions[e.id], action="conflict", score=p)
+    elif p >= flag:  # a pair the rules left side by side or flagged: the judge's reading marks it
+        decisions[e.id] = replace(decisions[e.id], action="conflict", score=p, by_judge=True)
     return decisions
+
+
+def judge_veto(inp, targets: list, decisions: dict[int, object]) -> list:
+    """The rules' replaces, read again by the learned judge: one it reads as two memories (P(replaces) under
+    its flag floor, coexists over restates) is kept standing beside the new statement as a possible
+    conflict instead (a restatement the rules fold into the newer stays folded). The rules read
+    "Roosevelt Middle's tech is Jo" as replacing "Lincoln Elementary's on-site tech is Sam" (one head, a
+    name for a name); the judge, trained on such look-alikes, reads 0.04. A correction said as one ("不对，
+    是…", "I had that wrong") and an extractor's own list of what it replaces (an LLM's) stand."""
+    from dataclasses import replace
+
+    from memory.learn.judge import judge_pairs
+    from memory.learn.pair_features import PairInput
+    from memory.subjects.match import Decision
+
+    conf = settings.MEMORY_LEARNED_REPLACE
+    if not targets or not conf.get("enabled", True) or not conf.get("veto", True) or inp.change == "correction" \
+            or inp.kind not in SUBJECT_KINDS or (inp.supersedes and not inp.actor.startswith("rules")):
+        return targets
+    flag = replace_floors()[1]
+    verdicts = judge_pairs([PairInput(m.content, inp.said or inp.content, m.kind, inp.kind) for m in targets])
+    kept = []
+    for m, verdict in zip(targets, verdicts):
+        p = {k: float(v) for k, v in verdict.proba.items()}
+        if verdict.reason == "model" and p.get("supersede", 0.0) < flag and p.get("coexist", 0.0) > p.get("duplicate", 0.0):
+            old = decisions.get(m.id)
+            decisions[m.id] = (replace(old, action="conflict", by_judge=False) if old is not None
+                               else Decision("conflict", float(verdict.proba.get("supersede", 0.0))))
+            continue
+        kept.append(m)
+    return kept
 
 
 def event_replaces(inp, vector, model_id: str) -> list:
@@ -184,7 +226,8 @@ def _likeliest_replaced(inp, existing: list, newer_kind: str | None = None) -> t
         return None
     floor = float(conf.get("min_cosine", 0.0))
     closest = sorted((e for e in existing if e.full >= floor), key=lambda e: -e.full)[: int(conf.get("judged", 8))]
-    verdicts = judge_pairs([PairInput(e.content, inp.content, e.kind, newer_kind or inp.kind) for e in closest])
+    newer = inp.said or inp.content  # the user's words: the judge learned from them, not from rewritten dates
+    verdicts = judge_pairs([PairInput(e.content, newer, e.kind, newer_kind or inp.kind) for e in closest])
     scored = [(float(v.proba.get("supersede", 0.0)), e) for e, v in zip(closest, verdicts) if v.reason == "model"]
     return max(scored, key=lambda pair: pair[0]) if scored else None
 
@@ -215,6 +258,8 @@ def conflicts_record(memory: Memory, similar: list[tuple], decisions: dict[int, 
         if decision is None or decision.action != "conflict" or old.id in superseded:
             continue
         signals = decision.features.as_dict() if decision.features else {}
+        if getattr(decision, "by_judge", False):
+            signals["judge"] = round(float(decision.score), 3)  # P(replaces): recall reads it as a likely change
         older = old if isinstance(old, Memory) else Memory.objects.get(id=old.id)  # the window holds light rows
         conflict_record(older=older, newer=memory, score=decision.score, signals=signals)
         out.append(old.id)

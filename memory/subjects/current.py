@@ -88,17 +88,24 @@ def can_replace(older: Said, newer: Said) -> bool:
 
 
 def newer_is_current(older: Said, newer: Said, *, cosine: float, limits, subject: float, alike: float,
-                     close: float, conflict: bool = False) -> Verdict:
+                     close: float, conflict: bool = False, judged: bool = False) -> Verdict:
     """`cosine`: of the two items as written (stored vectors). `limits`: the model's Thresholds
     (memory/thresholds.py) for the subject score's embedding term; `subject`, `alike`, `close`:
     RECALL_HISTORY's thresholds. `conflict`: the write path's judge left the pair as a possible
-    conflict (it found them alike, value-masked cosine included, but could not be sure)."""
+    conflict (it found them alike, value-masked cosine included, but could not be sure); `judged`: that
+    conflict came from the learned judge's band (MemoryConflict.signals["judge"])."""
     if not can_replace(older, newer):
         return Verdict(False, "kinds or scopes never replace")
     a, b = parse(older.content), parse(newer.content)
     f = pair_features(a, b, masked=cosine, full=cosine)
     if f.ident_conflict or f.pred_conflict or f.speaker_differs:
         return Verdict(False, "another thing, predicate or speaker", features=f)
+    if judged:
+        # The write path's learned judge read the pair as a likely change (its band, under the replace
+        # floor) and left both standing: its reading stands for the change word, which no cue list can
+        # hold for an open class of wordings ("Hung my license at Compass as of Monday").
+        score = subject_score(replace(f, masked=cosine), masked_lo=limits.masked_lo, masked_hi=limits.masked_hi)
+        return Verdict(True, "the learned judge's possible change", score, f)
     if f.value_same and not f.old_named:
         return Verdict(False, "the same value said again", features=f)
     if not (f.cue or f.old_named):

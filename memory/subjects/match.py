@@ -48,6 +48,7 @@ class Decision:
     action: str  # duplicate | supersede | conflict | coexist
     score: float
     features: PairFeatures | None = None
+    by_judge: bool = False  # the learned judge, not the rules, decided it (memory/services/subject_tier.py)
 
 
 def _char_related(a: str, b: str) -> bool:

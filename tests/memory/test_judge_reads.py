@@ -1,0 +1,108 @@
+"""Where the learned judge reads in the write path and at read time (D33): the user's words, not the
+rewritten dates; a restatement the rules read that the judge reads as a change; the rules' replaces it
+reads as two memories; and its possible conflicts as a change recall can act on."""
+from datetime import datetime, timezone
+
+import pytest
+
+from memory.extraction import ExtractionInput
+from memory.extraction.rules import RuleExtractor
+from memory.models import Memory, MemoryConflict
+from memory.subjects.match import pair_features
+from memory.subjects.parts import parse
+from tests.conversations.api_helpers import create_conversation
+
+pytestmark = pytest.mark.django_db
+MARCH, APRIL = "2026-03-02T09:00:00+08:00", "2026-04-12T09:00:00+08:00"
+
+
+@pytest.fixture(autouse=True)
+def learned_replace_on(settings):
+    settings.MEMORY_LEARNED_REPLACE = {**settings.MEMORY_LEARNED_REPLACE, "enabled": True}
+
+
+def say(api, conv, content, at):
+    response = api.post(f"/api/v1/conversations/{conv['id']}/messages",
+                        {"role": "user", "content": content, "occurred_at": at}, format="json")
+    assert response.status_code == 201, response.content
+
+
+def standing() -> list[Memory]:
+    return list(Memory.objects.filter(scope="user").exclude(kind="episode").order_by("id"))
+
+
+def tell(api, older, newer) -> tuple[Memory, list[Memory]]:
+    conv = create_conversation(api)
+    say(api, conv, older, MARCH)
+    [old] = standing()
+    say(api, conv, newer, APRIL)
+    old.refresh_from_db()
+    return old, [m for m in standing() if m.id != old.id]
+
+
+def test_a_statement_whose_times_were_rewritten_keeps_the_users_words_for_the_judge():
+    at = datetime(2026, 3, 18, 9, tzinfo=timezone.utc)
+    result = RuleExtractor().extract(ExtractionInput(role="user", content="最近老丢件，受不了了，下周起发货全换极兔。",
+                                                     occurred_at=at, existing=[]))
+    [candidate] = [c for c in result.candidates if "极兔" in c.content]
+    assert "下周" not in candidate.content  # the stored memory carries the date
+    assert candidate.said is not None and "下周起" in candidate.said
+
+
+def test_a_plain_statement_has_no_second_text():
+    at = datetime(2026, 3, 18, 9, tzinfo=timezone.utc)
+    [candidate] = RuleExtractor().extract(ExtractionInput(role="user", content="我们店发货用的中通。", occurred_at=at,
+                                                          existing=[])).candidates
+    assert candidate.said is None
+
+
+def test_a_filler_lead_goes_whole():
+    at = datetime(2026, 3, 18, 9, tzinfo=timezone.utc)
+    for text in ("跟你说下哈，3栋的管家换成阿芳了。", "跟你说一声，老师傅回老家养老了，现在裱画交给阿杰。"):
+        [first, *_] = RuleExtractor().extract(ExtractionInput(role="user", content=text, occurred_at=at,
+                                                              existing=[])).candidates
+        assert not first.content.startswith(("下", "一声")), first.content
+
+
+def test_a_new_value_the_rules_read_as_the_old_said_again_is_not_lost(api):
+    """The rules read one head and fold the statement into the older; the judge reads a change."""
+    old, new = tell(api, "我们年卡卖2999。", "年卡涨价了，现在3299，房租涨了没办法。")
+    assert [m for m in new if "3299" in m.content and m.status == "active"]
+    assert old.status == "superseded" or MemoryConflict.objects.filter(older=old).exists()
+
+
+def test_the_judge_keeps_a_look_alike_the_rules_would_replace(api, settings):
+    older, newer = "Lincoln Elementary's on-site tech is Sam.", "Roosevelt Middle's tech is Jo, she's there tues and thurs."
+    old, _ = tell(api, older, newer)
+    assert old.status == "active"
+    conflict = MemoryConflict.objects.get(older=old)
+    assert "judge" not in conflict.signals  # the rules' flag: recall asks for a change said
+
+    Memory.objects.all().delete()
+    settings.MEMORY_LEARNED_REPLACE = {**settings.MEMORY_LEARNED_REPLACE, "veto": False}
+    old, _ = tell(api, older, newer)
+    assert old.status == "superseded"  # what the rules alone do: the veto is what keeps it
+
+
+def test_numbered_parts_of_a_site_are_other_things():
+    a, b = parse("一期的垃圾每天早上七点清运"), parse("二期那边垃圾是晚上八点收的，跟一期不一样")
+    assert pair_features(a, b, masked=0.0, full=0.0).ident_conflict
+    assert not parse("我们一家三口住在二楼").idents  # a value further on is no subject
+
+
+def test_a_judged_possible_change_is_history_at_read_time(api, settings):
+    """Under the replace floor the judge flags the pair; recall reads its flag as the change word the
+    newer does not have ("went under contract" is in no cue list), and presents the older as history."""
+    from memory.subjects.current import may_say_change
+
+    older, newer = "412 Elm is listed at $649k.", "412 Elm went under contract at $640k."
+    assert not may_say_change(newer)  # without the judge's flag, recall would leave both current
+    settings.MEMORY_LEARNED_REPLACE = {**settings.MEMORY_LEARNED_REPLACE, "min": 1.01, "conflict": 0.3}
+    old, _ = tell(api, older, newer)
+    assert old.status == "active"
+    conflict = MemoryConflict.objects.get(older=old)
+    assert "judge" in conflict.signals
+    body = api.post("/api/v1/recall", {"query": "What's the price on 412 Elm?", "k": 5}, format="json").json()
+    as_of = {item["id"]: item["as"] for item in body["items"]}
+    assert as_of.get(old.id) == "history"
+    assert as_of.get(conflict.newer_id) == "current"
