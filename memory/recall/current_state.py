@@ -44,6 +44,25 @@ def _said(item, lineage: dict[int, Lineage]) -> Said | None:
     return Said(content=memory.content, kind=memory.kind, scope=memory.scope, user_stated=user_stated)
 
 
+def _judge_disagrees(older: Said, newer: Said) -> bool:
+    """The rule's history, read again by the learned judge: a change word of another subject ("所以我现在
+    改成每周日早上去练了" beside "上周末刚换了一对30磅的弓片") is no change of this one. Read only for the few
+    pairs the rule marks (a cold pair costs two encodes, about 25 ms); below RECALL_HISTORY["judge_min"]
+    P(replaces) the older stays current."""
+    floor = float(settings.RECALL_HISTORY.get("judge_min", 0.0))
+    if floor <= 0.0 or newer.kind not in _JUDGED_KINDS:
+        return False
+    from memory.learn.judge import judge_pairs
+    from memory.learn.pair_features import PairInput
+
+    kind = "fact" if newer.kind == MemoryKind.EPISODE else newer.kind  # a user turn is read as what it says
+    [verdict] = judge_pairs([PairInput(older.content, newer.content, older.kind, kind)])
+    return verdict.reason == "model" and verdict.score < floor
+
+
+_JUDGED_KINDS = frozenset({MemoryKind.PREFERENCE, MemoryKind.FACT, MemoryKind.EVENT, MemoryKind.EPISODE})
+
+
 def _vector(kept: dict, memory_id: int):
     candidate = kept.get(memory_id)
     return None if candidate is None else candidate.vector
@@ -101,6 +120,8 @@ def history_apply(items: list, kept: dict, lineage: dict[int, Lineage], embedder
             verdict = newer_is_current(a, b, cosine=cosine, limits=limits, subject=float(conf["subject"]),
                                        alike=float(conf["alike"]), close=float(conf["close"]), conflict=conflict,
                                        judged=(o.id, n.id) in judged)
+            if verdict.history and not (o.id, n.id) in judged and _judge_disagrees(a, b):
+                continue
             if verdict.history:
                 found[o.id] = (n.id, verdict)
     if not found:

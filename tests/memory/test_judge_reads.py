@@ -106,3 +106,19 @@ def test_a_judged_possible_change_is_history_at_read_time(api, settings):
     as_of = {item["id"]: item["as"] for item in body["items"]}
     assert as_of.get(old.id) == "history"
     assert as_of.get(conflict.newer_id) == "current"
+
+
+def test_the_judge_reads_the_rules_history_again(settings):
+    """A change word about another subject ("new rocket") does not make the launch site history; a change
+    of the supplier does. With judge_min 0 the judge is not asked."""
+    from memory.recall.current_state import _judge_disagrees
+    from memory.subjects.current import Said
+
+    site = Said("Heads up, the club lost access to the quarry, so launches are at Dunmore airfield from now on", "preference")
+    other = Said("Next launch is in two weeks, I'm building a new rocket for it", "fact")
+    supplier, changed = Said("我们的配件供应商是华信。", "fact"), Said("配件供应商改成大陆了。", "fact")
+    settings.RECALL_HISTORY = {**settings.RECALL_HISTORY, "judge_min": 0.3}
+    assert _judge_disagrees(site, other)
+    assert not _judge_disagrees(supplier, changed)
+    settings.RECALL_HISTORY = {**settings.RECALL_HISTORY, "judge_min": 0.0}
+    assert not _judge_disagrees(site, other)
