@@ -24,6 +24,7 @@ from memory.services.dedup_window import NearMemory, similar_active, whole
 from memory.services.forget_rules import forget_rule_matches, forget_rule_verdict
 from memory.services.subject_tier import (
     conflicts_record,
+    conflicts_record_judged,
     distinct_statements,
     event_replaces,
     judge_veto,
@@ -236,8 +237,10 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
             _touch_duplicate(memory, inp)
             return WriteOutcome("duplicate", whole(memory), similarity=decision.score)
         targets = judge_veto(inp, _supersede_targets(inp, similar, limits.supersede, decisions), decisions) if dedup else []
+        event_flags: list[tuple] = []
         if dedup and inp.kind == MemoryKind.EVENT:
-            targets += event_replaces(inp, vector, embedder.model_id)
+            replaced, event_flags = event_replaces(inp, vector, embedder.model_id)
+            targets += replaced
         if inp.replaces_only and not targets and not any(d.action == "conflict" for d in decisions.values()):
             return WriteOutcome("unanchored", None)
         reason = "CORRECT" if inp.change == "correction" else ("SUPERSEDE" if targets else "ADD")
@@ -254,7 +257,8 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
         if after_rule is not None:
             audit_restated(inp, memory, after_rule)
         superseded = _supersede(memory, targets)
-        conflicts = conflicts_record(memory, similar, decisions, set(superseded))
+        conflicts = conflicts_record(memory, similar, decisions, set(superseded)) + \
+            conflicts_record_judged(memory, event_flags)
         _sync_and_audit(inp, memory, superseded)
     logger.info("memory written id=%s v=%s reason=%s superseded=%s conflicts=%s", memory.id, memory.version, reason,
                 superseded, conflicts)

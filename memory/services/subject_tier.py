@@ -169,19 +169,22 @@ def judge_veto(inp, targets: list, decisions: dict[int, object]) -> list:
     return kept
 
 
-def event_replaces(inp, vector, model_id: str) -> list:
+def event_replaces(inp, vector, model_id: str) -> tuple[list, list[tuple]]:
     """The standing memory a user's event changes, when the learned judge is sure of it: a change told as
     an event ("旧车出手了，提了台海豹", "We finally upgraded staging to 24.04 last week") replaces the state
     it changes, and the event, dated, is then what holds. Events never replace events (the judge's guard);
-    the subject rules read statements, not events, so only the judge decides here. At most one."""
+    the subject rules read statements, not events, so only the judge decides here. At most one.
+    Returns (replaced, flagged): under event_min, down to the flag floor, the likeliest is flagged as a
+    possible change instead ((memory, P) pairs for conflicts_record_judged): both stay standing, and recall
+    presents the older as history when both answer a query."""
     from memory.services.dedup_window import similar_active
     from memory.subjects import Existing
 
     conf = settings.MEMORY_LEARNED_REPLACE
     if not conf.get("enabled", True) or inp.kind != MemoryKind.EVENT or inp.scope != MemoryScope.USER:
-        return []
+        return [], []
     if ended_when_written(inp):
-        return []
+        return [], []
     near = similar_active(inp.org, inp.user_id, inp.content, vector, model_id, kind=MemoryKind.FACT, scope=MemoryScope.USER,
                           conversation_id=inp.conversation_id, slot_key=None)
     # Read as what it is, an event: the judge has learned events that change a state (fact → event pairs
@@ -189,11 +192,22 @@ def event_replaces(inp, vector, model_id: str) -> list:
     # the same thing read as its new value ("In March I was awarded Nurse of the Year for the cardiac
     # unit" replaced "I work as a nurse at St Vincent's…" at P 0.94; as an event, 0.76). An event's floor
     # is its own: most events change nothing, so it is held to a surer reading than a statement's.
-    picked = _likeliest_replaced(inp, [Existing(id=m.id, content=m.content, kind=m.kind, slot_key=m.slot_key, full=sim)
-                                       for m, sim in near])
-    if picked is None or picked[0] < max(replace_floors()[0], float(conf.get("event_min", 0.0))):
-        return []
-    return [m for m, _ in near if m.id == picked[1].id]
+    existing = [Existing(id=m.id, content=m.content, kind=m.kind, slot_key=m.slot_key, full=sim) for m, sim in near]
+    picked = _likeliest_replaced(inp, existing)
+    if picked is None:
+        return [], []
+    p, chosen = picked
+    if p >= max(replace_floors()[0], float(conf.get("event_min", 0.0))):
+        return [m for m, _ in near if m.id == chosen.id], []
+    # Read as what it says (a fact), the event may still announce the change the event reading doubts
+    # ("Sold my old daily wearer… picked up an Omega": 0.57 as an event, 0.97 as a statement): flagged,
+    # never replaced, since the same reading also takes an award for a change of job.
+    as_said = _likeliest_replaced(inp, existing, newer_kind=MemoryKind.FACT)
+    if as_said is not None and as_said[0] >= replace_floors()[0]:
+        p, chosen = as_said
+    elif p < replace_floors()[1]:
+        return [], []
+    return [], [(m, p) for m, _ in near if m.id == chosen.id]
 
 
 def ended_when_written(inp) -> bool:
@@ -244,6 +258,19 @@ def other_attribute(decision) -> bool:
     shared entity and a close embedding do not make such a pair the same subject."""
     f = getattr(decision, "features", None)
     return bool(f and (f.ident_conflict or f.pred_conflict or f.heads_differ or f.speaker_differs))
+
+
+def conflicts_record_judged(memory: Memory, flagged: list[tuple]) -> list[int]:
+    """Possible changes the learned judge flagged outside the subject tier (a user's event and the state
+    it may change): queued like any possible conflict, marked as the judge's (recall reads them as a change)."""
+    from memory.services.conflicts import conflict_record
+
+    out = []
+    for old, p in flagged:
+        older = old if isinstance(old, Memory) else Memory.objects.get(id=old.id)
+        conflict_record(older=older, newer=memory, score=p, signals={"judge": round(float(p), 3)})
+        out.append(old.id)
+    return out
 
 
 def conflicts_record(memory: Memory, similar: list[tuple], decisions: dict[int, object],

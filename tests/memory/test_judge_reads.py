@@ -122,3 +122,15 @@ def test_the_judge_reads_the_rules_history_again(settings):
     assert not _judge_disagrees(supplier, changed)
     settings.RECALL_HISTORY = {**settings.RECALL_HISTORY, "judge_min": 0.0}
     assert not _judge_disagrees(site, other)
+
+
+def test_an_event_under_its_floor_flags_the_state_it_may_change(api, settings):
+    """A change told as an event that the event reading doubts is flagged, never replaced: both stay
+    standing, the pair is queued as the judge's possible change."""
+    settings.MEMORY_LEARNED_REPLACE = {**settings.MEMORY_LEARNED_REPLACE, "event_min": 1.01}
+    old, new = tell(api, "My everyday watch is a Seiko 6139 from 1972.",
+                    "Sold my old everyday watch to a collector last week and picked up an Omega Seamaster 300.")
+    assert old.status == "active"
+    [event] = [m for m in new if m.kind == "event"]
+    conflict = MemoryConflict.objects.get(older=old)
+    assert conflict.newer_id == event.id and "judge" in conflict.signals
