@@ -28,6 +28,7 @@ from memory.services.subject_tier import (
     distinct_statements,
     event_replaces,
     judge_veto,
+    plan_replaces,
     other_attribute,
     subject_decisions,
 )
@@ -240,6 +241,9 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
         event_flags: list[tuple] = []
         if dedup and inp.kind == MemoryKind.EVENT:
             replaced, event_flags = event_replaces(inp, vector, embedder.model_id)
+            targets += replaced
+        elif dedup and not targets:
+            replaced, event_flags = plan_replaces(inp, vector, embedder.model_id)
             targets += replaced
         if inp.replaces_only and not targets and not any(d.action == "conflict" for d in decisions.values()):
             return WriteOutcome("unanchored", None)

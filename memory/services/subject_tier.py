@@ -210,6 +210,35 @@ def event_replaces(inp, vector, model_id: str) -> tuple[list, list[tuple]]:
     return [], [(m, p) for m, _ in near if m.id == chosen.id]
 
 
+def plan_replaces(inp, vector, model_id: str) -> tuple[list, list[tuple]]:
+    """A plan the user told as an event still ahead ("My goal race is the Eugene Marathon on April 26",
+    "下一部戏排《雷雨》") and a later statement that changes it ("Eugene got moved… it's May 3 now", "下一部改排
+    《茶馆》了"): the statement replaces the plan when the learned judge is sure, or flags it from its band.
+    The subject tier compares statements with statements; a plan is an event, so only the judge reads it.
+    Returns (replaced, flagged) like event_replaces."""
+    from memory.services.dedup_window import similar_active
+    from memory.subjects import Existing
+
+    conf = settings.MEMORY_LEARNED_REPLACE
+    if not conf.get("enabled", True) or not conf.get("plans", True) or inp.kind not in SUBJECT_KINDS \
+            or inp.scope != MemoryScope.USER or ended_when_written(inp):
+        return [], []
+    near = similar_active(inp.org, inp.user_id, inp.content, vector, model_id, kind=MemoryKind.EVENT, scope=MemoryScope.USER,
+                          conversation_id=inp.conversation_id, slot_key=None)
+    if not near:
+        return [], []
+    ahead = set(Memory.objects.filter(id__in=[m.id for m, _ in near], occurred_at__gt=inp.created_at or timezone.now())
+                .values_list("id", flat=True))
+    picked = _likeliest_replaced(inp, [Existing(id=m.id, content=m.content, kind=m.kind, slot_key=m.slot_key, full=sim)
+                                       for m, sim in near if m.id in ahead])
+    if picked is None:
+        return [], []
+    p, chosen = picked
+    least, flag = replace_floors()
+    target = [m for m, _ in near if m.id == chosen.id]
+    return (target, []) if p >= least else ([], [(m, p) for m in target] if p >= flag else [])
+
+
 def ended_when_written(inp) -> bool:
     """A memory whose validity ended before it became known ("drank instant coffee during the old
     contract", written with a past valid_to) tells what held then: it replaces nothing that holds now."""

@@ -134,3 +134,16 @@ def test_an_event_under_its_floor_flags_the_state_it_may_change(api, settings):
     [event] = [m for m in new if m.kind == "event"]
     conflict = MemoryConflict.objects.get(older=old)
     assert conflict.newer_id == event.id and "judge" in conflict.signals
+
+
+def test_a_plan_still_ahead_is_replaced_by_the_statement_that_changes_it(api, settings):
+    """A plan told as an event (a date ahead) and a later statement that moves it: the statement replaces
+    the plan; the subject tier compares statements only, so only the judge reads this pair."""
+    old, new = tell(api, "我们剧团的年度大戏定在2026年10月15日首演。", "场地那边出了问题，年度大戏首演改到2026年10月22日了。")
+    assert old.kind == "event"
+    assert old.status == "superseded", [m.content for m in new]
+
+    Memory.objects.all().delete()
+    settings.MEMORY_LEARNED_REPLACE = {**settings.MEMORY_LEARNED_REPLACE, "plans": False}
+    old, _ = tell(api, "我们剧团的年度大戏定在2026年10月15日首演。", "场地那边出了问题，年度大戏首演改到2026年10月22日了。")
+    assert old.status == "active"  # without the plan step nothing reads the pair
