@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from common.text.normalize import normalize_for_compare
 from conversations.selectors import conversation_count, message_ids_created_since, message_ids_of_owner
 from conversations.services import messages_redact, summaries_delete
 from memory.cache import memory_cache, user_generation_bump
@@ -60,7 +61,10 @@ def _clear_lead(items):
     ordered = sorted(items, key=lambda i: -i.parts["cosine"])
     if not ordered or ordered[0].parts["cosine"] < settings.FORGET_PREVIEW_LEAD_COSINE:
         return None
-    runner_up = ordered[1].parts["cosine"] if len(ordered) > 1 else 0.0
+    # The message a memory came from says it again (its episode): no rival of it, and it goes with it.
+    lead = normalize_for_compare(ordered[0].memory.content)
+    rivals = [i for i in ordered[1:] if lead not in (other := normalize_for_compare(i.memory.content)) and other not in lead]
+    runner_up = rivals[0].parts["cosine"] if rivals else 0.0
     return ordered[0] if ordered[0].parts["cosine"] - runner_up >= settings.FORGET_PREVIEW_LEAD_MARGIN else None
 
 

@@ -37,6 +37,10 @@ def standing(text: str) -> list:
     # Please in its texting forms.
     ("the alarm code is 5512 pls dont save it", "do_not_remember"),
     ("plz don't store my card number", "do_not_remember"),
+    # After a discourse word, first in its clause; a habit said with one is no request.
+    ("my cell is 917-555-0148 for today. actually don't save that anywhere, it's personal", "do_not_remember"),
+    ("Oh, don't keep this one.", "do_not_remember"),
+    ("I actually don't keep a diary.", None),
     # Asking to forget what was said before: the sentence goes, the rest of its message stays.
     ("hey, please forget my ex's address", "forget_request"),
     ("can you delete the part about my brother's debts", "forget_request"),
