@@ -120,7 +120,7 @@ def history_apply(items: list, kept: dict, lineage: dict[int, Lineage], embedder
             verdict = newer_is_current(a, b, cosine=cosine, limits=limits, subject=float(conf["subject"]),
                                        alike=float(conf["alike"]), close=float(conf["close"]), conflict=conflict,
                                        judged=(o.id, n.id) in judged)
-            if verdict.history and not (o.id, n.id) in judged and _judge_disagrees(a, b):
+            if verdict.history and (o.id, n.id) not in judged and _judge_disagrees(a, b):
                 continue
             if verdict.history:
                 found[o.id] = (n.id, verdict)

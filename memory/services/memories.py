@@ -28,8 +28,8 @@ from memory.services.subject_tier import (
     distinct_statements,
     event_replaces,
     judge_veto,
-    plan_replaces,
     other_attribute,
+    plan_replaces,
     subject_decisions,
 )
 from memory.thresholds import thresholds_for

@@ -27,7 +27,8 @@ _ZH_NOMINAL = ("n", "nr", "nrt", "nrfg", "ns", "nt", "nz", "ng", "eng", "m", "mq
 # "一期 / 二期", "3栋", "五楼", "二号线": a numbered part of a site picks one thing out, like "1号". The first
 # one a statement opens with is its subject's ("二期那边垃圾是晚上八点收的，跟一期不一样" is about 二期); one
 # further on is a value ("我们住在二楼").
-_ZH_NUMBERED = re.compile(r"(?<![\d一二三四五六七八九十百])(?:\d+|[一二三四五六七八九十]+)(?:期|栋|座|区|号?楼|号?店|仓|厂|车间|校区|号?线)")
+_ZH_NUMBERED = re.compile(r"(?<![\d一二三四五六七八九十百])(?:\d+|[一二三四五六七八九十]+)"
+                          r"(?:期|栋|座|区|号?楼|号?店|仓|厂|车间|校区|号?线)")
 _ZH_IDENT = re.compile(r"^(?:\d+|[一二三四五六七八九十]+|[A-Za-z]+\d+|#\d+|[A-Za-z]\d*)号?$")
 
 
