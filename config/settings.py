@@ -253,7 +253,7 @@ MEMORY_RESTATEMENT_MIN = env.float("MEMORY_RESTATEMENT_MIN", default=0.5)
 MEMORY_LEARNED_KEEP_APART = env.float("MEMORY_LEARNED_KEEP_APART", default=0.9)
 MEMORY_LEARNED_REPLACE = env.json("MEMORY_LEARNED_REPLACE", default={
     "enabled": True, "min": 0.85, "conflict": None, "event_min": 0.85, "judged": 8, "needs_change_word": False,
-    "min_cosine": 0.2})
+    "min_cosine": 0.4})
 TASK_MEMORY_TTL_HOURS = env.int("TASK_MEMORY_TTL_HOURS", default=24)
 # Pending extraction (Message.extracted_at NULL, set in the message's own transaction) older than this is
 # queued again (extracted in place with eager tasks) by the sweep; 600 s while the default queue has a backlog.

@@ -24,11 +24,6 @@ _ZH_STOP = set("请 给 让 把 要 想 能 会 可以 就 都 也 还 又 只 �
                "现在 目前 当前 默认 一律 始终 每次 务必 不 没".split())
 _ZH_NOMINAL = ("n", "nr", "nrt", "nrfg", "ns", "nt", "nz", "ng", "eng", "m", "mq", "q", "x", "a", "b", "j", "l",
                "i", "s", "an", "vn", "k", "h")
-# "一期 / 二期", "3栋", "五楼", "二号线": a numbered part of a site picks one thing out, like "1号". The first
-# one a statement opens with is its subject's ("二期那边垃圾是晚上八点收的，跟一期不一样" is about 二期); one
-# further on is a value ("我们住在二楼").
-_ZH_NUMBERED = re.compile(r"(?<![\d一二三四五六七八九十百])(?:\d+|[一二三四五六七八九十]+)"
-                          r"(?:期|栋|座|区|号?楼|号?店|仓|厂|车间|校区|号?线)")
 _ZH_IDENT = re.compile(r"^(?:\d+|[一二三四五六七八九十]+|[A-Za-z]+\d+|#\d+|[A-Za-z]\d*)号?$")
 
 
@@ -255,7 +250,5 @@ def parse_zh(text: str) -> StatementParts:
             if nouns:
                 found.heads.add(nouns[-1])
         found.terms.extend(clause_terms)
-    if not found.idents and (numbered := _ZH_NUMBERED.search(text)) and numbered.start() <= 4:
-        found.idents.add(numbered.group(0))
     return found.parts(cue=cue, masked=masked)
 

@@ -8,8 +8,6 @@ import pytest
 from memory.extraction import ExtractionInput
 from memory.extraction.rules import RuleExtractor
 from memory.models import Memory, MemoryConflict
-from memory.subjects.match import pair_features
-from memory.subjects.parts import parse
 from tests.conversations.api_helpers import create_conversation
 
 pytestmark = pytest.mark.django_db
@@ -82,12 +80,6 @@ def test_the_judge_keeps_a_look_alike_the_rules_would_replace(api, settings):
     settings.MEMORY_LEARNED_REPLACE = {**settings.MEMORY_LEARNED_REPLACE, "veto": False}
     old, _ = tell(api, older, newer)
     assert old.status == "superseded"  # what the rules alone do: the veto is what keeps it
-
-
-def test_numbered_parts_of_a_site_are_other_things():
-    a, b = parse("一期的垃圾每天早上七点清运"), parse("二期那边垃圾是晚上八点收的，跟一期不一样")
-    assert pair_features(a, b, masked=0.0, full=0.0).ident_conflict
-    assert not parse("我们一家三口住在二楼").idents  # a value further on is no subject
 
 
 def test_a_judged_possible_change_is_history_at_read_time(api, settings):
