@@ -40,8 +40,8 @@ def _kept_apart(inp, existing: list, decisions: dict[int, object]) -> dict[int, 
     other and it is never recalled, while a restatement kept twice costs one near-copy.
 
     And a restatement the judge reads as a change (P(replaces) over P(duplicate), at least the flag floor)
-    is left to the judge's replace step: the rules read "年卡涨价了，现在3299" as "我们年卡卖2999" said again
-    (one head), and folding a new value into the old one loses it."""
+    is the judge's to decide: replaced from the replace floor, flagged under it. The rules read "年卡涨价了，
+    现在3299" as "我们年卡卖2999" said again (one head), and folding a new value into the old one loses it."""
     from dataclasses import replace
 
     from memory.learn.judge import judge_pairs
@@ -60,7 +60,11 @@ def _kept_apart(inp, existing: list, decisions: dict[int, object]) -> dict[int, 
             decisions[e.id] = replace(decisions[e.id], action="coexist", score=proba["coexist"])
         elif proba.get("supersede", 0.0) > proba.get("duplicate", 0.0) and \
                 proba.get("supersede", 0.0) >= replace_floors()[1] and settings.MEMORY_LEARNED_REPLACE.get("enabled", True):
-            decisions[e.id] = replace(decisions[e.id], action="coexist", score=proba["supersede"])
+            # Decided here, whatever the stored cosine (the rules' reading of one subject is the closeness).
+            p = proba["supersede"]
+            least = replace_floors()[0]
+            decisions[e.id] = replace(decisions[e.id], action="supersede" if p >= least else "conflict", score=p,
+                                      by_judge=p < least)
     return decisions
 
 
