@@ -52,6 +52,7 @@ def _kept_apart(inp, existing: list, decisions: dict[int, object]) -> dict[int, 
     if floor > 1.0 or not ruled:
         return decisions
     newer = inp.said or inp.content
+    least, flag = replace_floors()
     for e, verdict in zip(ruled, judge_pairs([PairInput(e.content, newer, e.kind, inp.kind) for e in ruled])):
         if verdict.reason != "model":
             continue
@@ -59,10 +60,9 @@ def _kept_apart(inp, existing: list, decisions: dict[int, object]) -> dict[int, 
         if proba.get("coexist", 0.0) >= floor:
             decisions[e.id] = replace(decisions[e.id], action="coexist", score=proba["coexist"])
         elif proba.get("supersede", 0.0) > proba.get("duplicate", 0.0) and \
-                proba.get("supersede", 0.0) >= replace_floors()[1] and settings.MEMORY_LEARNED_REPLACE.get("enabled", True):
+                proba.get("supersede", 0.0) >= flag and settings.MEMORY_LEARNED_REPLACE.get("enabled", True):
             # Decided here, whatever the stored cosine (the rules' reading of one subject is the closeness).
             p = proba["supersede"]
-            least = replace_floors()[0]
             decisions[e.id] = replace(decisions[e.id], action="supersede" if p >= least else "conflict", score=p,
                                       by_judge=p < least)
     return decisions
@@ -167,7 +167,7 @@ def judge_veto(inp, targets: list, decisions: dict[int, object]) -> list:
         if verdict.reason == "model" and p.get("supersede", 0.0) < flag and p.get("coexist", 0.0) > p.get("duplicate", 0.0):
             old = decisions.get(m.id)
             decisions[m.id] = (replace(old, action="conflict", by_judge=False) if old is not None
-                               else Decision("conflict", float(verdict.proba.get("supersede", 0.0))))
+                               else Decision("conflict", p.get("supersede", 0.0)))
             continue
         kept.append(m)
     return kept
@@ -201,15 +201,16 @@ def event_replaces(inp, vector, model_id: str) -> tuple[list, list[tuple]]:
     if picked is None:
         return [], []
     p, chosen = picked
-    if p >= max(replace_floors()[0], float(conf.get("event_min", 0.0))):
+    least, flag = replace_floors()
+    if p >= max(least, float(conf.get("event_min", 0.0))):
         return [m for m, _ in near if m.id == chosen.id], []
     # Read as what it says (a fact), the event may still announce the change the event reading doubts
     # ("Sold my old daily wearer… picked up an Omega": 0.57 as an event, 0.97 as a statement): flagged,
     # never replaced, since the same reading also takes an award for a change of job.
     as_said = _likeliest_replaced(inp, existing, newer_kind=MemoryKind.FACT)
-    if as_said is not None and as_said[0] >= replace_floors()[0]:
+    if as_said is not None and as_said[0] >= least:
         p, chosen = as_said
-    elif p < replace_floors()[1]:
+    elif p < flag:
         return [], []
     return [], [(m, p) for m, _ in near if m.id == chosen.id]
 
