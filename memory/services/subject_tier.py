@@ -148,7 +148,8 @@ def judge_veto(inp, targets: list, decisions: dict[int, object]) -> list:
     conflict instead (a restatement the rules fold into the newer stays folded). The rules read
     "Roosevelt Middle's tech is Jo" as replacing "Lincoln Elementary's on-site tech is Sam" (one head, a
     name for a name); the judge, trained on such look-alikes, reads 0.04. A correction said as one ("不对，
-    是…", "I had that wrong") and an extractor's own list of what it replaces (an LLM's) stand."""
+    是…", "I had that wrong"), an extractor's own list of what it replaces (an LLM's) and a slot key the
+    API caller gave stand."""
     from dataclasses import replace
 
     from memory.learn.judge import judge_pairs
@@ -159,9 +160,15 @@ def judge_veto(inp, targets: list, decisions: dict[int, object]) -> list:
     if not targets or not conf.get("enabled", True) or not conf.get("veto", True) or inp.change == "correction" \
             or inp.kind not in SUBJECT_KINDS or (inp.supersedes and not inp.actor.startswith("rules")):
         return targets
+    # A slot key the caller gave (the API, not the extractor) is the caller's own word that both are one
+    # subject's values: those targets stand, only the service's own readings are read again.
+    given = inp.slot_key if inp.created_by != "extractor" else None
+    kept = [m for m in targets if given and m.slot_key == given]
+    targets = [m for m in targets if m not in kept]
+    if not targets:
+        return kept
     flag = replace_floors()[1]
     verdicts = judge_pairs([PairInput(m.content, inp.said or inp.content, m.kind, inp.kind) for m in targets])
-    kept = []
     for m, verdict in zip(targets, verdicts):
         p = {k: float(v) for k, v in verdict.proba.items()}
         if verdict.reason == "model" and p.get("supersede", 0.0) < flag and p.get("coexist", 0.0) > p.get("duplicate", 0.0):

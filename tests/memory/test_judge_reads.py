@@ -82,6 +82,22 @@ def test_the_judge_keeps_a_look_alike_the_rules_would_replace(api, settings):
     assert old.status == "superseded"  # what the rules alone do: the veto is what keeps it
 
 
+def test_a_slot_key_the_caller_gave_is_not_read_again():
+    """The caller's slot key says both are one subject's values; the same key from the extractor is only
+    the service's reading, and the judge may keep the pair apart."""
+    from memory.services.memories import MemoryInput, memory_write
+    from tenancy.services import org_get_or_create
+
+    org = org_get_or_create(slug="veto-org")
+    older, newer = "Lincoln Elementary's on-site tech is Sam.", "Roosevelt Middle's tech is Jo, she's there tues and thurs."
+    for by, user, expected in (("api", "u-api", "superseded"), ("extractor", "u-ex", "active")):
+        old = memory_write(MemoryInput(org=org, user_id=user, kind="fact", content=older, slot_key="tech",
+                                       created_by=by)).memory
+        memory_write(MemoryInput(org=org, user_id=user, kind="fact", content=newer, slot_key="tech", created_by=by))
+        old.refresh_from_db()
+        assert old.status == expected, by
+
+
 def test_a_judged_possible_change_is_history_at_read_time(api, settings):
     """Under the replace floor the judge flags the pair; recall reads its flag as the change word the
     newer does not have ("went under contract" is in no cue list), and presents the older as history."""
