@@ -73,7 +73,7 @@ def resolve_by_rules(text: str, *, matcher: EntityMatcher, entities: Mapping[int
                 return narrowed_decision(qualified.ids, evidence + [qualified.step], cues, windows, gate, max_candidates)
             # "厨房那台": a name right before a pointer whose classifier asks for another kind (a machine, not a
             # room) qualifies what the pointer points at: the anchor's neighbours of that kind.
-            pointed = _pointed_neighbours(text, matches, ids, cues, matcher, entities, gate)
+            pointed = _pointed_neighbours(text, matches, ids, cues, matcher=matcher, entities=entities, gate=gate)
             if pointed is not None:
                 return narrowed_decision(pointed.ids, evidence + [pointed.step], cues, windows, gate, max_candidates)
             # "那位王奶奶": a pointer before a person's alias that is also how other people are said (a surname with a
@@ -261,7 +261,7 @@ def _pointed_forms(matches: Sequence[Match], ids: list[int], cues: list[Cue], ma
     return []
 
 
-def _pointed_neighbours(text: str, matches: Sequence[Match], ids: list[int], cues: list[Cue], matcher,
+def _pointed_neighbours(text: str, matches: Sequence[Match], ids: list[int], cues: list[Cue], *, matcher,
                         entities: Mapping[int, EntityRef], gate: Gate):
     from entities.typenouns import kinds_of_type
     from entities.windows import classifier_kinds

@@ -25,6 +25,8 @@ CollectionState = _choices("CollectionState", "building live retired")
 # supersede by subject, possible conflicts and current-vs-history compare only these. Not the kinds
 # recall serves by default (`RECALLED_KINDS`, memory/recall/candidates.py).
 SUBJECT_KINDS = frozenset({MemoryKind.PREFERENCE, MemoryKind.FACT})
+# The kinds one subject holds one value of at a time: a slot key's newer value replaces the older.
+SINGLE_VALUED_KINDS = frozenset({MemoryKind.PREFERENCE, MemoryKind.FACT, MemoryKind.CONTEXT})
 
 # What extraction proposes: every kind but the episode (a dated quote the write path makes itself).
 EXTRACTED_KINDS = [kind.value for kind in MemoryKind if kind != MemoryKind.EPISODE]

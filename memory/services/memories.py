@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from common.text import content_hash
 from conversations.selectors import message_external_refs
-from memory.choices import SUBJECT_KINDS, MemoryAssertion, MemoryKind, MemoryStatus
+from memory.choices import SINGLE_VALUED_KINDS, SUBJECT_KINDS, MemoryAssertion, MemoryKind, MemoryStatus
 from memory.enqueue import generation_bump_after_commit, sync_after_commit
 from memory.models import EntityLink, Memory, MemoryEmbedding, MemorySource, MemoryVersion, MemoryWriteLock
 from memory.services.dedup_window import NearMemory, similar_active, whole
@@ -26,10 +26,7 @@ from memory.services.subject_tier import (
     conflicts_record,
     conflicts_record_judged,
     distinct_statements,
-    event_replaces,
-    judge_veto,
-    other_attribute,
-    plan_replaces,
+    replaced_and_flagged,
     subject_decisions,
 )
 from memory.thresholds import thresholds_for
@@ -40,7 +37,6 @@ from tenancy.services import audit_record
 
 logger = logging.getLogger(__name__)
 
-SINGLE_VALUED_KINDS = {MemoryKind.PREFERENCE, MemoryKind.FACT, MemoryKind.CONTEXT}
 SAME_SLOT_DUPLICATE = 0.97  # within one slot only a near-verbatim restatement is a duplicate
 
 
@@ -151,27 +147,6 @@ def _semantic_duplicate(inp: MemoryInput, similar: list[tuple[NearMemory, float]
     return None
 
 
-def _supersede_targets(inp: MemoryInput, similar: list[tuple[NearMemory, float]], sup_threshold: float,
-                       decisions: dict[int, object]) -> list[Memory | NearMemory]:
-    if inp.kind == MemoryKind.EPISODE:
-        return []
-    targets = {m.id: m for m in Memory.objects.filter(id__in=inp.supersedes, org=inp.org, user_id=inp.user_id,
-                                                      status=MemoryStatus.ACTIVE)} if inp.supersedes else {}
-    slot_replaces = inp.slot_key and (inp.kind in SINGLE_VALUED_KINDS or inp.change)
-    entity_ids = set(inp.entity_ids)
-    for memory, sim in similar:
-        decision = decisions.get(memory.id)
-        if slot_replaces and memory.slot_key == inp.slot_key and memory.kind == inp.kind:
-            targets[memory.id] = memory  # the slot key stays the strongest evidence
-        elif decision is not None and decision.action == "supersede":
-            targets[memory.id] = memory
-        elif entity_ids and inp.kind in SINGLE_VALUED_KINDS and memory.kind == inp.kind and sim >= sup_threshold and \
-                not other_attribute(decision) and \
-                entity_ids & set(EntityLink.objects.filter(memory_id=memory.id).values_list("entity_id", flat=True)):
-            targets[memory.id] = memory
-    return list(targets.values())
-
-
 def audit_restated(inp: MemoryInput, memory: Memory, after_rule: tuple) -> None:
     # Said again after it was forgotten: stored, and the rule it would have matched is on record.
     audit_record(org=inp.org, actor=inp.actor or inp.created_by, actor_kind="system",
@@ -237,14 +212,8 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
             memory, decision = same_subject[0]
             _touch_duplicate(memory, inp)
             return WriteOutcome("duplicate", whole(memory), similarity=decision.score)
-        targets = judge_veto(inp, _supersede_targets(inp, similar, limits.supersede, decisions), decisions) if dedup else []
-        event_flags: list[tuple] = []
-        if dedup and inp.kind == MemoryKind.EVENT:
-            replaced, event_flags = event_replaces(inp, vector, embedder.model_id)
-            targets += replaced
-        elif dedup and not targets:
-            replaced, event_flags = plan_replaces(inp, vector, embedder.model_id)
-            targets += replaced
+        targets, event_flags = (replaced_and_flagged(inp, similar, decisions, limits.supersede, vector=vector,
+                                                     model_id=embedder.model_id) if dedup else ([], []))
         if inp.replaces_only and not targets and not any(d.action == "conflict" for d in decisions.values()):
             return WriteOutcome("unanchored", None)
         reason = "CORRECT" if inp.change == "correction" else ("SUPERSEDE" if targets else "ADD")

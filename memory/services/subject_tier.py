@@ -6,8 +6,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.utils import timezone
 
-from memory.choices import SUBJECT_KINDS, MemoryKind, MemoryScope
-from memory.models import Memory
+from memory.choices import SINGLE_VALUED_KINDS, SUBJECT_KINDS, MemoryKind, MemoryScope, MemoryStatus
+from memory.models import EntityLink, Memory
 from memory.vectors import active_embedder
 
 
@@ -140,6 +140,42 @@ def _learned_replaces(inp, existing: list, decisions: dict[int, object]) -> dict
     elif p >= flag:  # a pair the rules left side by side or flagged: the judge's reading marks it
         decisions[e.id] = replace(decisions[e.id], action="conflict", score=p, by_judge=True)
     return decisions
+
+
+def supersede_targets(inp, similar: list[tuple], sup_threshold: float, decisions: dict[int, object]) -> list:
+    """What the rules replace: the memories an LLM named, a slot key's older values, the subject
+    decisions' supersedes and a single-valued memory of the same linked entity."""
+    if inp.kind == MemoryKind.EPISODE:
+        return []
+    targets = {m.id: m for m in Memory.objects.filter(id__in=inp.supersedes, org=inp.org, user_id=inp.user_id,
+                                                      status=MemoryStatus.ACTIVE)} if inp.supersedes else {}
+    slot_replaces = inp.slot_key and (inp.kind in SINGLE_VALUED_KINDS or inp.change)
+    entity_ids = set(inp.entity_ids)
+    for memory, sim in similar:
+        decision = decisions.get(memory.id)
+        if slot_replaces and memory.slot_key == inp.slot_key and memory.kind == inp.kind:
+            targets[memory.id] = memory  # the slot key stays the strongest evidence
+        elif decision is not None and decision.action == "supersede":
+            targets[memory.id] = memory
+        elif entity_ids and inp.kind in SINGLE_VALUED_KINDS and memory.kind == inp.kind and sim >= sup_threshold and \
+                not other_attribute(decision) and \
+                entity_ids & set(EntityLink.objects.filter(memory_id=memory.id).values_list("entity_id", flat=True)):
+            targets[memory.id] = memory
+    return list(targets.values())
+
+
+def replaced_and_flagged(inp, similar: list[tuple], decisions: dict[int, object], sup_threshold: float, *, vector,
+                         model_id: str) -> tuple[list, list[tuple]]:
+    """Every memory the new one replaces (the rules' targets the judge lets stand, the state an event
+    changes, the plan a statement overtakes) and the events' possible changes to flag."""
+    targets = judge_veto(inp, supersede_targets(inp, similar, sup_threshold, decisions), decisions)
+    if inp.kind == MemoryKind.EVENT:
+        replaced, flagged = event_replaces(inp, vector, model_id)
+    elif not targets:
+        replaced, flagged = plan_replaces(inp, vector, model_id)
+    else:
+        replaced, flagged = [], []
+    return targets + replaced, flagged
 
 
 def judge_veto(inp, targets: list, decisions: dict[int, object]) -> list:
