@@ -110,19 +110,47 @@ def _label(at: datetime, grain: str, lang: str) -> str | None:
     return None
 
 
-def _yearless(ref: datetime, month: int, day: int) -> date | None:
-    """A date named without a year is in the message's year, unless that puts it half a year
-    ahead: "12月28日" said on 5 January is last December."""
-    try:
-        d = date(ref.year, month, day)
-    except ValueError:
-        return None
-    if d > ref.date() + timedelta(days=180):
+# Words before a yearless date in its clause that say where it lies from the message: a date something was
+# moved to, or that comes next, is ahead; one something was on last time is behind. A closed class of
+# scheduling words, not of statements.
+_AHEAD = re.compile(r"改到|改在|改成|推到|推迟到|延到|延期到|延后到|挪到|提前到|定在|约在|约到|安排在|下次|下回|下一次"
+                    r"|将于|将在|预计|计划|打算|准备|\b(?:moved|pushed|postponed|rescheduled|delayed|next|will|going to"
+                    r"|scheduled|planned|booked|due|upcoming)\b", re.I)
+_BEHIND = re.compile(r"上次|上回|上一次|之前|那次|\b(?:last|was|were|did|had|ago)\b", re.I)
+_CLAUSE_END = re.compile(r"[。！？!?；;，,\n]")
+
+
+def _leaning(m: re.Match[str]) -> str | None:
+    """"ahead", "behind" or None: what the date's clause, before it, says of where it lies."""
+    before = m.string[: m.start()]
+    ends = list(_CLAUSE_END.finditer(before))
+    clause = before[ends[-1].end():] if ends else before
+    ahead, behind = bool(_AHEAD.search(clause)), bool(_BEHIND.search(clause))
+    return "ahead" if ahead and not behind else ("behind" if behind and not ahead else None)
+
+
+def _yearless(ref: datetime, month: int, day: int, leaning: str | None = None) -> date | None:
+    """A date named without a year is in the message's year, unless that puts it half a year ahead:
+    "12月28日" said on 5 January is last December. A date its clause says is ahead is the next one on or
+    after the message's day ("复诊改到10月22日" said in March is this October, not last; said in November,
+    next October's), one it says is behind the last one on or before it."""
+    today = ref.date()
+    options = []
+    for year in (ref.year - 1, ref.year, ref.year + 1):
         try:
-            d = date(ref.year - 1, month, day)
+            options.append(date(year, month, day))
         except ValueError:
-            return None
-    return d
+            continue
+    if not options:
+        return None
+    if leaning == "ahead":
+        return min((d for d in options if d >= today), default=None)
+    if leaning == "behind":
+        return max((d for d in options if d <= today), default=None)
+    this_year = next((d for d in options if d.year == ref.year), None)
+    if this_year is not None and this_year <= today + timedelta(days=180):
+        return this_year
+    return max((d for d in options if d.year < ref.year), default=None)
 
 
 # ---------------------------------------------------------------------------- Chinese
@@ -184,7 +212,7 @@ def _calendar_day(m: re.Match[str], ref: datetime, month: int, day: int, lang: s
         except ValueError:
             return None
         return _make(ref, _midnight(d, ref), "day", m, lang, absolute=True)
-    d2 = _yearless(ref, month, day)
+    d2 = _yearless(ref, month, day, _leaning(m))
     if d2 is None:
         return None
     return _make(ref, _midnight(d2, ref), "day", m, lang, absolute=True, had_year=False)
