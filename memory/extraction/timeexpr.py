@@ -122,9 +122,7 @@ _CLAUSE_END = re.compile(r"[。！？!?；;，,\n]")
 
 def _leaning(m: re.Match[str]) -> str | None:
     """"ahead", "behind" or None: what the date's clause, before it, says of where it lies."""
-    before = m.string[: m.start()]
-    ends = list(_CLAUSE_END.finditer(before))
-    clause = before[ends[-1].end():] if ends else before
+    clause = _CLAUSE_END.split(m.string[: m.start()])[-1]
     ahead, behind = bool(_AHEAD.search(clause)), bool(_BEHIND.search(clause))
     return "ahead" if ahead and not behind else ("behind" if behind and not ahead else None)
 

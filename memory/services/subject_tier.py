@@ -142,7 +142,7 @@ def _learned_replaces(inp, existing: list, decisions: dict[int, object]) -> dict
     return decisions
 
 
-def supersede_targets(inp, similar: list[tuple], sup_threshold: float, decisions: dict[int, object]) -> list:
+def _supersede_targets(inp, similar: list[tuple], sup_threshold: float, decisions: dict[int, object]) -> list:
     """What the rules replace: the memories an LLM named, a slot key's older values, the subject
     decisions' supersedes and a single-valued memory of the same linked entity."""
     if inp.kind == MemoryKind.EPISODE:
@@ -168,7 +168,7 @@ def replaced_and_flagged(inp, similar: list[tuple], decisions: dict[int, object]
                          model_id: str) -> tuple[list, list[tuple]]:
     """Every memory the new one replaces (the rules' targets the judge lets stand, the state an event
     changes, the plan a statement overtakes) and the events' possible changes to flag."""
-    targets = judge_veto(inp, supersede_targets(inp, similar, sup_threshold, decisions), decisions)
+    targets = judge_veto(inp, _supersede_targets(inp, similar, sup_threshold, decisions), decisions)
     if inp.kind == MemoryKind.EVENT:
         replaced, flagged = event_replaces(inp, vector, model_id)
     elif not targets:
@@ -199,13 +199,14 @@ def judge_veto(inp, targets: list, decisions: dict[int, object]) -> list:
     # A slot key the caller gave (the API, not the extractor) is the caller's own word that both are one
     # subject's values: those targets stand, only the service's own readings are read again.
     given = inp.slot_key if inp.created_by != "extractor" else None
-    kept = [m for m in targets if given and m.slot_key == given]
-    targets = [m for m in targets if m not in kept]
-    if not targets:
+    kept, read = [], []
+    for m in targets:
+        (kept if given and m.slot_key == given else read).append(m)
+    if not read:
         return kept
     flag = replace_floors()[1]
-    verdicts = judge_pairs([PairInput(m.content, inp.said or inp.content, m.kind, inp.kind) for m in targets])
-    for m, verdict in zip(targets, verdicts):
+    verdicts = judge_pairs([PairInput(m.content, inp.said or inp.content, m.kind, inp.kind) for m in read])
+    for m, verdict in zip(read, verdicts):
         p = {k: float(v) for k, v in verdict.proba.items()}
         if verdict.reason == "model" and p.get("supersede", 0.0) < flag and p.get("coexist", 0.0) > p.get("duplicate", 0.0):
             old = decisions.get(m.id)
