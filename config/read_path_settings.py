@@ -97,9 +97,12 @@ RECALL_MIN_RELEVANCE = env.float("RECALL_MIN_RELEVANCE", default=0.05)
 # At most `max_pairs` pairs per recall are read as text (best-ranked newer items first): the cost bound.
 # `reorder`: among the k served, a history item moves just below its current item (false, the default:
 # marked only, the order is the ranking's; moving cost LoCoMo R@5 / R@10 65.2 / 74.9 -> 63.6 / 73.1, D18).
+# `anchor` (D34): among the first `anchor` answers a history item moves below its current item whatever
+# `reorder` says (the move stays inside them), and a pair the write path's judge read as a change though
+# worded far apart (MEMORY_LEARNED_REPLACE["far"]) is history there; 0: neither.
 RECALL_HISTORY = env.json("RECALL_HISTORY", default={
     "enabled": True, "reorder": False, "window": 3, "max_items": 30, "max_pairs": 4,
-    "subject": 0.3, "alike": 0.35, "close": 0.6, "judge_min": 0.3})
+    "subject": 0.3, "alike": 0.35, "close": 0.6, "judge_min": 0.3, "anchor": 3})
 # "Forget what matches this query": a memory is in the preview when its cosine to the query reaches
 # this, or it shares the query's best keyword match.
 FORGET_PREVIEW_MIN_COSINE = env.float("FORGET_PREVIEW_MIN_COSINE", default=0.5)

@@ -248,12 +248,16 @@ MEMORY_RESTATEMENT_MIN = env.float("MEMORY_RESTATEMENT_MIN", default=0.5)
 # "Our cooperative bought a new grain dryer" read P >= 0.9 to the model: the floor keeps such pairs from it).
 # `needs_change_word`: only a statement with a change word or a negation (memory/subjects/current.may_say_change)
 # replaces: another attribute of one person ("李大爷养了一只鹦鹉" / "李大爷是退休的木匠") reads P 0.99 to the model.
+# `far`, `far_cosine`, `far_min` (D34): a statement that says a change has its `far` closest memories under
+# `min_cosine` (down to `far_cosine`) read too; a reading of at least `far_min` is kept on the new memory
+# (metadata "far_reads") and acts only at read time, where the query puts both among its first answers
+# (RECALL_HISTORY["anchor"]). 0 `far`: off.
 # P(coexists) of the learned judge at which a restatement the subject rules read is kept as its own
 # memory (memory/services/subject_tier.py::_kept_apart); above 1 never.
 MEMORY_LEARNED_KEEP_APART = env.float("MEMORY_LEARNED_KEEP_APART", default=0.9)
 MEMORY_LEARNED_REPLACE = env.json("MEMORY_LEARNED_REPLACE", default={
     "enabled": True, "min": 0.85, "conflict": None, "event_min": 0.85, "judged": 8, "needs_change_word": False,
-    "min_cosine": 0.4})
+    "min_cosine": 0.4, "far": 4, "far_cosine": 0.1, "far_min": 0.7})
 TASK_MEMORY_TTL_HOURS = env.int("TASK_MEMORY_TTL_HOURS", default=24)
 # Pending extraction (Message.extracted_at NULL, set in the message's own transaction) older than this is
 # queued again (extracted in place with eager tasks) by the sweep; 600 s while the default queue has a backlog.

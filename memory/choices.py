@@ -30,3 +30,7 @@ SINGLE_VALUED_KINDS = frozenset({MemoryKind.PREFERENCE, MemoryKind.FACT, MemoryK
 
 # What extraction proposes: every kind but the episode (a dated quote the write path makes itself).
 EXTRACTED_KINDS = [kind.value for kind in MemoryKind if kind != MemoryKind.EPISODE]
+
+# Memory.metadata key of the write path's far readings ({older id: P(replaces)}): pairs the learned judge
+# read as a change though worded too far apart to act on; recall reads them (memory/recall/current_state.py).
+FAR_READS = "far_reads"

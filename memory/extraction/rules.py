@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, time, timedelta
 
-from common.text import clean, split_message_sentences, split_speaker
+from common.text import clean, detect_lang, split_message_sentences, split_speaker
 from memory.extraction.base import Candidate, ExtractionInput, ExtractionResult, Extractor
 from memory.extraction.candidates import (
     MAX_SENTENCE_CHARS,
@@ -24,6 +24,7 @@ from memory.extraction.candidates import (
     resolve,
 )
 from memory.extraction.lexicon import Lexicon
+from memory.extraction.standing import onset_at, reverts
 from memory.extraction.text import strip_end
 from memory.extraction.timeexpr import TimeRef, find_times, recurring, rewrite_times
 from memory.learn.gate import GateReading, get_gate
@@ -73,8 +74,9 @@ class RuleExtractor(Extractor):
             for sentence in sentences:
                 statements.extend(self._assistant(sentence, lexicon_for(sentence), inp.occurred_at))
         else:
-            for sentence, reading in zip(sentences, self._read(inp, sentences)):
-                found = self._user(sentence, lexicon_for(sentence), inp.occurred_at, reading, reported=speaker is not None)
+            for sentence, reading, until in zip(sentences, self._read(inp, sentences), _until_usual(sentences)):
+                found = self._user(sentence, lexicon_for(sentence), inp.occurred_at, reading, reported=speaker is not None,
+                                   temporary=until)
                 gate = {"p": reading.p, "model": get_gate().version}
                 for st in found:
                     st.gate = gate
@@ -117,16 +119,19 @@ class RuleExtractor(Extractor):
         return [Statement(kind="suggestion", content=content, assertion="model_suggestion")]
 
     # ------------------------------------------------------------------ user turns
-    def _user(self, sentence: str, lex: Lexicon, at: datetime, reading: GateReading, reported: bool = False
-              ) -> list[Statement]:
+    def _user(self, sentence: str, lex: Lexicon, at: datetime, reading: GateReading, reported: bool = False,
+              temporary: bool = False) -> list[Statement]:
         """What the gate keeps of one user sentence, shaped by the change it announces, its times and
         its slot. `reported`: a transcript line that names its speaker ("Jon: ..."), said between
-        people, not to the agent."""
+        people, not to the agent. `temporary`: the message says the usual comes back after it
+        (_until_usual): whatever the sentence asks or states holds for this task only."""
         if reading.label == "none":
             return []
         s, explicit = self._strip_leads(strip_end(sentence), lex)
         if not s or len(s) > MAX_SENTENCE_CHARS:
             return []
+        if temporary and not reported:
+            return [] if _only_reverts(s, lex.lang) else [self._task(s, lex, at, explicit)]
         clauses = [c for c in re.split(r"[，,]", s) if c.strip()]
         if lex.long_term.search(s) and len(clauses) > 1 and any(closed_class(c) == "task" for c in clauses):
             # "这次先按A，以后都按B": two instructions with different lifetimes, one per clause.
@@ -134,7 +139,7 @@ class RuleExtractor(Extractor):
                     else self._statement("preference", c, lex, at, find_times(c, at, lex.lang), change=None, old_values=[],
                                          explicit=explicit)
                     for c in clauses]
-        if reading.label == "task" and (reading.closed or not lex.long_term.search(s)):
+        if reading.label == "task" and (reading.closed or not (lex.long_term.search(s) or _begins(s, at, lex))):
             return [self._task(s, lex, at, explicit)]
 
         change, s, old_values, decided = self._change(s, lex, explicit)
@@ -180,6 +185,11 @@ class RuleExtractor(Extractor):
         or a routine on recurring days is no event."""
         if lex.long_term.search(s) or lex.habit.search(s):
             return "preference"
+        if label != "preference" and any(onset_at(s, t.start, t.end, lex.lang) for t in times):
+            # "下周起发货全换极兔", "今天开始去心内科报到了": the date says from when a state holds, so the
+            # sentence is that state, told with the day it began (what a later question asks about); the
+            # model's one-time reading included, as for a lasting word (the closed classes decided first).
+            return "fact"
         dated = [t for t in times if t.tense != "future" and not recurring(s, t)
                  and (t.grain in _PRECISE_GRAINS or t.tense == "past")]
         if label == "fact" and dated and change is None:
@@ -300,3 +310,29 @@ def _drop_spans(s: str, times: list[TimeRef]) -> str:
     for t in sorted(times, key=lambda t: t.start, reverse=True):
         s = s[: t.start] + " " + s[t.end:]
     return s
+
+
+def _begins(s: str, at: datetime, lex: Lexicon) -> bool:
+    """A time in the sentence says from when a state holds ("这周起前台改由小周值班", "as of today")."""
+    return any(onset_at(s, t.start, t.end, lex.lang) for t in find_times(s, at, lex.lang))
+
+
+# What is left of a sentence once its reversion is taken out, at most, for the sentence to be only that
+# ("Back to normal after that.", "之后照旧哈"): it then marks the sentence before it, and keeps nothing.
+_BARE_REVERSION = 8
+
+
+def _only_reverts(s: str, lang: str) -> bool:
+    m = reverts(s, lang)
+    return bool(m) and len(re.sub(r"[\W_]+", "", s[:m.start()] + s[m.end():])) <= _BARE_REVERSION
+
+
+def _until_usual(sentences: list[str]) -> list[bool]:
+    """Per sentence: does the message say the usual comes back after it? A sentence with a reversion
+    ("地图只打1:15000的就行，下次还是照旧", "for the february batch only Ruth needs PEF files, after that it's
+    back to normal"), and the sentence a bare reversion follows ("…I'll open with the card fountain. Back
+    to normal after that."). A closed class of function words: a one-time deviation, whatever it is about."""
+    langs = [detect_lang(s) for s in sentences]
+    own = [bool(reverts(s, lang)) for s, lang in zip(sentences, langs)]
+    bare = [o and _only_reverts(strip_end(s), lang) for o, s, lang in zip(own, sentences, langs)]
+    return [own[i] or (i + 1 < len(sentences) and bare[i + 1]) for i in range(len(sentences))]

@@ -18,7 +18,7 @@ import re
 
 from memory.extraction.patterns import load_patterns
 
-__all__ = ["onset", "task_scope"]
+__all__ = ["onset", "onset_at", "reverts", "task_scope"]
 
 # The patterns, by language: memory/extraction/lexicons/standing.toml.
 _PATTERNS = load_patterns("standing")
@@ -47,3 +47,16 @@ def task_scope(s: str, lang: str) -> bool:
 def onset(s: str, lang: str) -> bool:
     """"从下个月起 / starting next month": the sentence says from when a new state holds."""
     return bool((_ZH.onset if lang == "zh" else _EN.onset).search(s))
+
+
+def onset_at(s: str, start: int, end: int, lang: str) -> bool:
+    """The time at s[start:end] says from when a state holds ("下周起发货全换极兔", "今天开始去心内科报到",
+    "Hung my license at Compass as of Monday"): it dates a change, not an occurrence."""
+    if lang == "zh":
+        return bool(_ZH.onset_after.match(s[end:]))
+    return bool(_EN.onset_before.search(s[:start]))
+
+
+def reverts(s: str, lang: str) -> re.Match[str] | None:
+    """"下次还是照旧", "back to normal after that": what the message asked holds until the usual comes back."""
+    return (_ZH.reverts if lang == "zh" else _EN.reverts).search(s)

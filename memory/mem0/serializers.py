@@ -6,6 +6,7 @@ from django.conf import settings
 from rest_framework import serializers
 
 from memory.api.serializers import memory_text
+from memory.choices import FAR_READS
 from memory.mem0.identity import Mem0BadRequest
 from memory.mem0.scoping import agent_and_run
 from memory.models import Memory
@@ -191,8 +192,9 @@ def _dt(value) -> str | None:
 
 
 def client_metadata(memory: Memory) -> dict | None:
-    """The metadata a Mem0 client attached, as given: without the service's own `gate` reading (D25)."""
-    return {k: v for k, v in (memory.metadata or {}).items() if k != "gate"} or None
+    """The metadata a Mem0 client attached, as given: without the service's own readings (the gate's, D25;
+    the judge's far readings, D34)."""
+    return {k: v for k, v in (memory.metadata or {}).items() if k not in ("gate", FAR_READS)} or None
 
 
 def memory_data(memory: Memory, *, conversation_key: str | None = None, score: float | None = None,

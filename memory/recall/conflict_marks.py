@@ -1,5 +1,7 @@
 """Recall and open possible conflicts: when both memories of an open conflict are recalled, the
-newer ranks first, and `explain` marks each with the pair (DESIGN §5: both kept, the newer first)."""
+newer ranks first, and `explain` marks each with the pair (DESIGN §5: both kept, the newer first). A
+conflict the learned judge read as two memories (it vetoed the rules' replace) is only marked: it waits
+for review, and nothing in it says the newer holds now."""
 from __future__ import annotations
 
 import json
@@ -10,9 +12,9 @@ from memory.choices import SUBJECT_KINDS
 from memory.models import MemoryConflict
 
 
-def open_conflicts(*, org, user_id: str, ids: list[int]) -> list[tuple[int, int, int, bool]]:
-    """(conflict id, older, newer, flagged by the learned judge) of the open possible conflicts with either
-    side among `ids`, newest first."""
+def open_conflicts(*, org, user_id: str, ids: list[int]) -> list[tuple[int, int, int, bool, bool]]:
+    """(conflict id, older, newer, flagged by the learned judge, vetoed by it) of the open possible conflicts
+    with either side among `ids`, newest first."""
     if not ids:
         return []
     # One plain statement (the (org, user, status) index, either side among the items) instead of the
@@ -27,8 +29,8 @@ def open_conflicts(*, org, user_id: str, ids: list[int]) -> list[tuple[int, int,
     with connection.cursor() as cursor:
         cursor.execute(sql, [org.id, user_id, "open", *ids, *ids])
         found = cursor.fetchall()
-    return [(*row[:3], "judge" in _signals(row[4]))
-            for row in sorted(found, key=lambda row: (row[3], row[0]), reverse=True)]
+    rows = [(row, _signals(row[4])) for row in sorted(found, key=lambda row: (row[3], row[0]), reverse=True)]
+    return [(*row[:3], "judge" in signals, bool(signals.get("veto"))) for row, signals in rows]
 
 
 def _signals(raw) -> dict:
@@ -49,14 +51,14 @@ def conflicts_apply(items: list, *, org, user_id: str, explain: bool, pairs: lis
     if not pairs:
         return items
     order = [item.memory.id for item in items]
-    for conflict_id, older, newer, _ in pairs:
+    for conflict_id, older, newer, _, vetoed in pairs:
         if explain:
             for item in items:
                 if item.memory.id in (older, newer):
                     role = "older" if item.memory.id == older else "newer"
                     item.parts.setdefault("conflicts", []).append(
                         {"id": conflict_id, "role": role, "with": newer if role == "older" else older})
-        if older in order and newer in order and order.index(older) < order.index(newer):
+        if not vetoed and older in order and newer in order and order.index(older) < order.index(newer):
             order.remove(newer)
             order.insert(order.index(older), newer)
     by_id = {item.memory.id: item for item in items}

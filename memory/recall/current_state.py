@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 from django.conf import settings
 
-from memory.choices import SUBJECT_KINDS, MemoryAssertion, MemoryKind
+from memory.choices import FAR_READS, SUBJECT_KINDS, MemoryAssertion, MemoryKind
 from memory.recall.lineage import Lineage
-from memory.subjects.current import Said, can_replace, may_say_change, newer_is_current
+from memory.subjects.current import Said, anchored_change, can_replace, may_say_change, newer_is_current
 from memory.thresholds import thresholds_for
 from memory.vectors import similarity
 
@@ -40,7 +40,9 @@ def _said(item, lineage: dict[int, Lineage]) -> Said | None:
         line = lineage.get(memory.id)
         if line is not None and line.state in ("stale", "task", "forgotten"):
             return None  # what the message said was replaced, is one conversation's, or is gone
-    user_stated = memory.assertion == MemoryAssertion.USER_STATED
+    # A user's event (confirmed_event) is the user's own word as much as a statement; a model's
+    # suggestion is not.
+    user_stated = memory.assertion != MemoryAssertion.MODEL_SUGGESTION
     return Said(content=memory.content, kind=memory.kind, scope=memory.scope, user_stated=user_stated)
 
 
@@ -61,6 +63,18 @@ def _judge_disagrees(older: Said, newer: Said) -> bool:
 
 
 _JUDGED_KINDS = frozenset({MemoryKind.PREFERENCE, MemoryKind.FACT, MemoryKind.EVENT, MemoryKind.EPISODE})
+
+
+def _far_read(memory, older_id: int) -> float | None:
+    """The write path's sure reading that `memory` replaces `older_id` though worded far from it, while
+    `memory` is as it was written."""
+    reads = (memory.metadata or {}).get(FAR_READS) if memory.version == 1 else None
+    p = reads.get(str(older_id)) if isinstance(reads, dict) else None
+    return float(p) if isinstance(p, (int, float)) else None
+
+
+def _has_far_reads(memory) -> bool:
+    return memory.version == 1 and bool((memory.metadata or {}).get(FAR_READS))
 
 
 def _vector(kept: dict, memory_id: int):
@@ -87,13 +101,19 @@ def history_apply(items: list, kept: dict, lineage: dict[int, Lineage], embedder
         return items[:k]
     stored = np.vstack([kept[o.id].vector for o in olders])
     judged_newer = {newer for _, newer in judged}
+    # Both among the first `anchor` answers to the query: the query says they are about one subject,
+    # however far apart their wordings ("We record all remote interviews on Zencastr" / "We're on
+    # Riverside now for remote guests": cosine 0.22). The write path's judge read such pairs and kept its
+    # sure readings on the newer (subject_tier.far_reads): read here, no text is encoded per query.
+    anchor = int(conf.get("anchor", 0))
+    top_ids = {item.memory.id for item in items[:anchor]}
     budget = int(conf.get("max_pairs", 4))  # pairs whose texts are parsed (about a millisecond a new text)
     for newer in items:  # best-ranked first: the first that replaces an older is the one it is shown below
         if budget <= 0:
             break
         n, b, c = newer.memory, said[newer.memory.id], kept.get(newer.memory.id)
         if b is None or c is None or c.vector is None or not n.created_at or \
-                not (n.id in judged_newer or may_say_change(n.content)):
+                not (n.id in judged_newer or may_say_change(n.content) or _has_far_reads(n)):
             continue  # the rule needs a change said (or the judge's flag): most items are passed over before any parse
         # One product per newer for every older (the cosine the read path uses: the multilingual half
         # alone where Chinese is involved, both halves mixed otherwise).
@@ -112,16 +132,22 @@ def history_apply(items: list, kept: dict, lineage: dict[int, Lineage], embedder
                 cosines[cjk] = similarity(embedder, c.vector, stored, cjk=cjk)
             cosine = float(cosines[cjk][i])
             conflict = (o.id, n.id) in flagged
-            if cosine < floor and not conflict:
+            far_p = _far_read(n, o.id) if not conflict and o.id in top_ids and n.id in top_ids else None
+            anchored = far_p is not None
+            if cosine < floor and not conflict and not anchored:
                 continue  # cheap before the texts are parsed: no threshold can be met
             if budget <= 0:
                 break  # the best-ranked newer items were looked at; the rest stay current
             budget -= 1
-            verdict = newer_is_current(a, b, cosine=cosine, limits=limits, subject=float(conf["subject"]),
-                                       alike=float(conf["alike"]), close=float(conf["close"]), conflict=conflict,
-                                       judged=(o.id, n.id) in judged)
-            if verdict.history and (o.id, n.id) not in judged and _judge_disagrees(a, b):
-                continue
+            verdict = None
+            if cosine >= floor or conflict:
+                verdict = newer_is_current(a, b, cosine=cosine, limits=limits, subject=float(conf["subject"]),
+                                           alike=float(conf["alike"]), close=float(conf["close"]), conflict=conflict,
+                                           judged=(o.id, n.id) in judged)
+                if verdict.history and (o.id, n.id) not in judged and _judge_disagrees(a, b):
+                    continue
+            if (verdict is None or not verdict.history) and anchored:
+                verdict = anchored_change(a, b, far_p, cosine=cosine)
             if verdict.history:
                 found[o.id] = (n.id, verdict)
     if not found:
@@ -139,10 +165,13 @@ def history_apply(items: list, kept: dict, lineage: dict[int, Lineage], embedder
     # (LoCoMo's temporal questions) keeps its evidence. Among them a history item moves below its
     # current item; one whose current item ranked past k stays marked (explain names that item).
     top = items[:k]
-    if not conf.get("reorder", False):
-        return top
     served = {item.memory.id for item in top}
-    return _below_current(top, {o: pair for o, pair in found.items() if pair[0] in served})
+    # A pair among the first `anchor` answers moves: the first answer is then the current one, and the move
+    # stays inside the first few, so no item leaves them (R@k from `anchor` on is the ranking's). Farther
+    # apart, only when `reorder` is on.
+    moving = {o: pair for o, pair in found.items() if pair[0] in served
+              and ((o in top_ids and pair[0] in top_ids) or conf.get("reorder", False))}
+    return _below_current(top, moving) if moving else top
 
 
 def _below_current(items: list, found: dict[int, tuple[int, object]]) -> list:

@@ -191,8 +191,9 @@ class RecallRun:
         pairs = open_conflicts(org=q.org, user_id=q.user_id,
                                ids=[item.memory.id for item in items if item.memory.kind in _CONFLICT_KINDS])
         items = history_apply(items, self.kept, self.lineage, self.embedder, k=self.k, explain=q.explain,
-                              stages=result.stages, flagged={(older, newer) for _, older, newer, _ in pairs},
-                              judged={(older, newer) for _, older, newer, by_judge in pairs if by_judge})
+                              stages=result.stages,
+                              flagged={(older, newer) for _, older, newer, _, vetoed in pairs if not vetoed},
+                              judged={(older, newer) for _, older, newer, by_judge, _ in pairs if by_judge})
         self._lap("current_state", t1)  # part of back_check_rank
         result.items = conflicts_apply(items, org=q.org, user_id=q.user_id, explain=q.explain, pairs=pairs)
         self._lap("back_check_rank", self.t0)

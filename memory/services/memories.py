@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from common.text import content_hash
 from conversations.selectors import message_external_refs
-from memory.choices import SINGLE_VALUED_KINDS, SUBJECT_KINDS, MemoryAssertion, MemoryKind, MemoryStatus
+from memory.choices import FAR_READS, SINGLE_VALUED_KINDS, SUBJECT_KINDS, MemoryAssertion, MemoryKind, MemoryStatus
 from memory.enqueue import generation_bump_after_commit, sync_after_commit
 from memory.models import EntityLink, Memory, MemoryEmbedding, MemorySource, MemoryVersion, MemoryWriteLock
 from memory.services.dedup_window import NearMemory, similar_active, whole
@@ -26,6 +26,7 @@ from memory.services.subject_tier import (
     conflicts_record,
     conflicts_record_judged,
     distinct_statements,
+    far_reads,
     replaced_and_flagged,
     subject_decisions,
 )
@@ -216,6 +217,10 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
                                                      model_id=embedder.model_id) if dedup else ([], []))
         if inp.replaces_only and not targets and not any(d.action == "conflict" for d in decisions.values()):
             return WriteOutcome("unanchored", None)
+        far = far_reads(inp, similar, decisions, vector=vector, model_id=embedder.model_id) \
+            if dedup and not targets and not event_flags else {}
+        if far:
+            inp = replace(inp, metadata={**(inp.metadata or {}), FAR_READS: far})
         reason = "CORRECT" if inp.change == "correction" else ("SUPERSEDE" if targets else "ADD")
         try:
             with transaction.atomic():

@@ -210,8 +210,8 @@ def judge_veto(inp, targets: list, decisions: dict[int, object]) -> list:
         p = {k: float(v) for k, v in verdict.proba.items()}
         if verdict.reason == "model" and p.get("supersede", 0.0) < flag and p.get("coexist", 0.0) > p.get("duplicate", 0.0):
             old = decisions.get(m.id)
-            decisions[m.id] = (replace(old, action="conflict", by_judge=False) if old is not None
-                               else Decision("conflict", p.get("supersede", 0.0)))
+            decisions[m.id] = (replace(old, action="conflict", by_judge=False, vetoed=True) if old is not None
+                               else Decision("conflict", p.get("supersede", 0.0), vetoed=True))
             continue
         kept.append(m)
     return kept
@@ -324,6 +324,43 @@ def _likeliest_replaced(inp, existing: list, newer_kind: str | None = None) -> t
     return max(scored, key=lambda pair: pair[0]) if scored else None
 
 
+def far_reads(inp, similar: list[tuple], decisions: dict[int, object], *, vector, model_id: str) -> dict[str, float]:
+    """The learned judge's reading of standing memories worded too far from the new statement for the write
+    path to act on (stored cosine under MEMORY_LEARNED_REPLACE["min_cosine"], down to ["far_cosine"]): the
+    closest ["far"] of them, kept when P(replaces) reaches ["far_min"]. Nothing is replaced or flagged:
+    among a user's many memories the likeliest far pair is too often another subject (D33). Recall reads
+    them when the query puts both among its first answers (RECALL_HISTORY["anchor"]), where the query
+    says they are about one subject: "We record all remote interviews on Zencastr" / "We're on Riverside
+    now for remote guests" (cosine 0.22, P 0.77). Only for a statement that says a change (a cue word),
+    so a plain statement costs nothing more."""
+    from memory.services.dedup_window import similar_active
+    from memory.subjects import Existing
+    from memory.subjects.current import may_say_change
+
+    conf = settings.MEMORY_LEARNED_REPLACE
+    n = int(conf.get("far", 0))
+    if n <= 0 or not conf.get("enabled", True) or inp.scope != MemoryScope.USER or ended_when_written(inp) or \
+            inp.kind not in SUBJECT_KINDS | {MemoryKind.EVENT} or not may_say_change(inp.said or inp.content):
+        return {}
+    if inp.kind == MemoryKind.EVENT:  # an event's similar list holds events: the states it may change are facts
+        similar = similar_active(inp.org, inp.user_id, inp.content, vector, model_id, kind=MemoryKind.FACT,
+                                 scope=MemoryScope.USER, conversation_id=inp.conversation_id, slot_key=None)
+    lo, hi = float(conf.get("far_cosine", 0.0)), float(conf.get("min_cosine", 0.0))
+    far = [Existing(id=m.id, content=m.content, kind=m.kind, slot_key=m.slot_key, full=sim) for m, sim in similar
+           if m.kind in SUBJECT_KINDS and lo <= sim < hi and not _another_thing(decisions.get(m.id))
+           and getattr(decisions.get(m.id), "action", "coexist") == "coexist"][:n]
+    if not far:
+        return {}
+    from memory.learn.judge import judge_pairs
+    from memory.learn.pair_features import PairInput
+
+    newer = inp.said or inp.content
+    least = float(conf.get("far_min", 1.0))
+    verdicts = judge_pairs([PairInput(e.content, newer, e.kind, inp.kind) for e in far])
+    return {str(e.id): round(float(v.proba.get("supersede", 0.0)), 3) for e, v in zip(far, verdicts)
+            if v.reason == "model" and float(v.proba.get("supersede", 0.0)) >= least}
+
+
 def _another_thing(decision) -> bool:
     """The rules read another thing or person (1号 vs 2号, Caroline vs Melanie): never the same memory."""
     f = getattr(decision, "features", None)
@@ -365,6 +402,8 @@ def conflicts_record(memory: Memory, similar: list[tuple], decisions: dict[int, 
         signals = decision.features.as_dict() if decision.features else {}
         if getattr(decision, "by_judge", False):
             signals["judge"] = round(float(decision.score), 3)  # P(replaces): recall reads it as a likely change
+        if getattr(decision, "vetoed", False):
+            signals["veto"] = True  # the judge read two memories: reviewed, but recall reads no change into it
         older = old if isinstance(old, Memory) else Memory.objects.get(id=old.id)  # the window holds light rows
         conflict_record(older=older, newer=memory, score=decision.score, signals=signals)
         out.append(old.id)

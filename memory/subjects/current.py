@@ -34,7 +34,7 @@ from memory.subjects import vocabulary as V
 from memory.subjects.match import PairFeatures, pair_features, subject_score
 from memory.subjects.parts import parse
 
-__all__ = ["Said", "Verdict", "can_replace", "may_say_change", "newer_is_current"]
+__all__ = ["Said", "Verdict", "anchored_change", "can_replace", "may_say_change", "newer_is_current"]
 
 _ZH_WORDS = V.ZH_CHANGE_CUES + V.ZH_NEGATION
 _EN_WORDS = V.EN_CHANGE_CUES + V.EN_NEGATION
@@ -60,9 +60,12 @@ class Verdict:
     reason: str
     score: float = 0.0
     features: PairFeatures | None = None
+    judge: float | None = None  # the learned judge's P(replaces), when it decided
 
     def as_dict(self) -> dict:
         out = {"reason": self.reason, "subject_score": round(self.score, 3)}
+        if self.judge is not None:
+            out["judge"] = round(self.judge, 3)
         if self.features is not None:
             f = self.features
             out.update(cosine=round(f.full, 3), cue=f.cue, old_named=f.old_named, head=f.head)
@@ -118,3 +121,15 @@ def newer_is_current(older: Said, newer: Said, *, cosine: float, limits, subject
     if cosine >= close:
         return Verdict(True, "close statement, changed", score, f)
     return Verdict(False, "not the same subject", score, f)
+
+
+def anchored_change(older: Said, newer: Said, p_replaces: float, *, cosine: float) -> Verdict:
+    """Two items that both answer the query, worded too far apart for the rule's cosine, which the write
+    path's learned judge read as a change (P(replaces) `p_replaces`, kept only when sure): history unless
+    the parsers see another thing, predicate or speaker (two look-alike facts stay current)."""
+    if not can_replace(older, newer):
+        return Verdict(False, "kinds or scopes never replace")
+    f = pair_features(parse(older.content), parse(newer.content), masked=cosine, full=cosine)
+    if f.ident_conflict or f.pred_conflict or f.speaker_differs:
+        return Verdict(False, "another thing, predicate or speaker", features=f)
+    return Verdict(True, "both answer the query; the learned judge read a change", features=f, judge=p_replaces)

@@ -49,6 +49,7 @@ class Decision:
     score: float
     features: PairFeatures | None = None
     by_judge: bool = False  # the learned judge, not the rules, decided it (memory/services/subject_tier.py)
+    vetoed: bool = False  # the rules' replace the learned judge read as two memories (subject_tier.judge_veto)
 
 
 def _char_related(a: str, b: str) -> bool:

@@ -74,12 +74,34 @@ def test_the_judge_keeps_a_look_alike_the_rules_would_replace(api, settings):
     old, _ = tell(api, older, newer)
     assert old.status == "active"
     conflict = MemoryConflict.objects.get(older=old)
-    assert "judge" not in conflict.signals  # the rules' flag: recall asks for a change said
+    assert "judge" not in conflict.signals and conflict.signals["veto"]  # the rules' flag the judge read again
 
     Memory.objects.all().delete()
     settings.MEMORY_LEARNED_REPLACE = {**settings.MEMORY_LEARNED_REPLACE, "veto": False}
     old, _ = tell(api, older, newer)
     assert old.status == "superseded"  # what the rules alone do: the veto is what keeps it
+
+
+def test_a_conflict_the_judge_vetoed_is_queued_but_does_not_reorder_recall(api):
+    """A possible conflict ranks the newer first, as a likely change; one the judge read as two memories
+    waits for review and leaves the ranking alone (nor does recall read it as a change)."""
+    old, _ = tell(api, "Lincoln Elementary's on-site tech is Sam.",
+                  "Roosevelt Middle's tech is Jo, she's there tues and thurs.")
+    conflict = MemoryConflict.objects.get(older=old)
+    assert conflict.status == "open" and conflict.signals.get("veto") is True
+
+    def order():
+        response = api.post("/api/v1/recall", {"query": "who is Lincoln Elementary's on-site tech?"}, format="json")
+        items = response.json()["items"]
+        assert {i["as"] for i in items} == {"current"}
+        return [i["id"] for i in items]
+
+    ids = order()
+    assert ids[0] == old.id and conflict.newer_id in ids  # the ranking's order: Sam answers the question
+    conflict.signals = {k: v for k, v in conflict.signals.items() if k != "veto"}
+    conflict.save()
+    ids = order()
+    assert ids.index(conflict.newer_id) < ids.index(old.id)  # a plain possible conflict: the newer first
 
 
 def test_a_slot_key_the_caller_gave_is_not_read_again():

@@ -260,3 +260,19 @@ def test_one_speakers_statement_never_replaces_anothers_slot():
     older = ExistingMemory(short_id=1, kind="fact", content="Caroline: I live in Boston", slot_key=None)
     c = one("Melanie: We moved from Boston to Denver.", existing=[older])  # names Caroline's value as old
     assert c.supersedes == [] and c.operation == "ADD"
+
+
+@pytest.mark.parametrize("text", ["As of today the night shift is covered by Priya.",
+                                  "Starting next month our clinic opens at 8."])
+def test_a_time_that_says_from_when_dates_the_state_it_begins(text):
+    c = one(text)
+    assert (c.kind, c.scope) == ("fact", "user"), c
+
+
+def test_a_deviation_the_message_says_the_usual_follows_is_for_this_task_only():
+    # The bare "Back to normal after that." marks the sentence before it and keeps nothing itself.
+    c = one("For Friday's gig only I'll open with the acoustic set. Back to normal after that.")
+    assert c.scope == "task" and "acoustic" in c.content
+    assert one("Just the March invoices go to Dana, after that it's back to normal.").scope == "task"
+    # A state that came back is no deviation.
+    assert one("My blood pressure is back to normal now.").scope == "user"

@@ -154,6 +154,30 @@ def test_dated_events_resolve_the_event_time(text, occurred_at):
     assert c.occurred_at == occurred_at
 
 
+@pytest.mark.parametrize("text", ["今天开始我负责二号线的夜班巡检。", "这周起前台改由小周值班。", "下周一开始食堂早餐供应到九点。"])
+def test_a_time_that_says_from_when_dates_the_state_it_begins(text):
+    # "X起 / X开始": the state that holds from then on, not an occurrence on that day and not a one-time
+    # instruction (the model read "这周起…" as task-only): what a later "who is on duty" asks about.
+    c = one(text)
+    assert (c.kind, c.scope, c.assertion) == ("fact", "user", "user_stated"), c
+
+
+@pytest.mark.parametrize("text", ["明天开始的例会帮我提醒一下。", "今天提了台新车，比亚迪海豹。"])
+def test_a_time_the_sentence_does_not_start_from_is_no_onset(text):
+    # A meeting that starts tomorrow is what is asked for this time; a car bought today is an occurrence.
+    c = one(text)
+    assert c.kind != "fact", c
+
+
+def test_a_deviation_the_message_says_the_usual_follows_is_for_this_task_only():
+    # "下次还是照旧": what the sentence asks holds this once; the next sentence is a standing fact again.
+    result = extract("周六那场比赛，号码布只印黑白的就行，下次还是照旧。周末还是老周开车送我过去。")
+    by_scope = {c.scope: c for c in result.candidates}
+    assert set(by_scope) == {"task", "user"}, result.candidates
+    assert "黑白" in by_scope["task"].content and "老周" in by_scope["user"].content
+    assert one("这批货先走德邦，之后恢复用顺丰。").scope == "task"
+
+
 @pytest.mark.xfail(strict=True, reason="gate model miss: kept, but read as a fact (D25)")
 def test_event_without_date_happened_at_the_message_day():
     c = one("2号收割机的割台链条断了，已经报修。")
