@@ -139,7 +139,8 @@ class RuleExtractor(Extractor):
                     else self._statement("preference", c, lex, at, find_times(c, at, lex.lang), change=None, old_values=[],
                                          explicit=explicit)
                     for c in clauses]
-        if reading.label == "task" and (reading.closed or not (lex.long_term.search(s) or _begins(s, at, lex))):
+        if reading.label == "task" and (reading.closed or not (lex.long_term.search(s)
+                                                               or onset_at(s, find_times(s, at, lex.lang), lex.lang))):
             return [self._task(s, lex, at, explicit)]
 
         change, s, old_values, decided = self._change(s, lex, explicit)
@@ -185,7 +186,7 @@ class RuleExtractor(Extractor):
         or a routine on recurring days is no event."""
         if lex.long_term.search(s) or lex.habit.search(s):
             return "preference"
-        if label != "preference" and any(onset_at(s, t.start, t.end, lex.lang) for t in times):
+        if label != "preference" and onset_at(s, times, lex.lang):
             # "下周起发货全换极兔", "今天开始去心内科报到了": the date says from when a state holds, so the
             # sentence is that state, told with the day it began (what a later question asks about); the
             # model's one-time reading included, as for a lasting word (the closed classes decided first).
@@ -310,11 +311,6 @@ def _drop_spans(s: str, times: list[TimeRef]) -> str:
     for t in sorted(times, key=lambda t: t.start, reverse=True):
         s = s[: t.start] + " " + s[t.end:]
     return s
-
-
-def _begins(s: str, at: datetime, lex: Lexicon) -> bool:
-    """A time in the sentence says from when a state holds ("这周起前台改由小周值班", "as of today")."""
-    return any(onset_at(s, t.start, t.end, lex.lang) for t in find_times(s, at, lex.lang))
 
 
 # What is left of a sentence once its reversion is taken out, at most, for the sentence to be only that

@@ -49,12 +49,12 @@ def onset(s: str, lang: str) -> bool:
     return bool((_ZH.onset if lang == "zh" else _EN.onset).search(s))
 
 
-def onset_at(s: str, start: int, end: int, lang: str) -> bool:
-    """The time at s[start:end] says from when a state holds ("下周起发货全换极兔", "今天开始去心内科报到",
-    "Hung my license at Compass as of Monday"): it dates a change, not an occurrence."""
+def onset_at(s: str, times, lang: str) -> bool:
+    """One of the sentence's times (`times`: TimeRefs of s) says from when a state holds ("下周起发货全换极兔",
+    "今天开始去心内科报到", "as of today the night shift is Priya's"): it dates a change, not an occurrence."""
     if lang == "zh":
-        return bool(_ZH.onset_after.match(s[end:]))
-    return bool(_EN.onset_before.search(s[:start]))
+        return any(_ZH.onset_after.match(s[t.end:]) for t in times)
+    return any(_EN.onset_before.search(s[:t.start]) for t in times)
 
 
 def reverts(s: str, lang: str) -> re.Match[str] | None:

@@ -65,16 +65,11 @@ def _judge_disagrees(older: Said, newer: Said) -> bool:
 _JUDGED_KINDS = frozenset({MemoryKind.PREFERENCE, MemoryKind.FACT, MemoryKind.EVENT, MemoryKind.EPISODE})
 
 
-def _far_read(memory, older_id: int) -> float | None:
-    """The write path's sure reading that `memory` replaces `older_id` though worded far from it, while
-    `memory` is as it was written."""
+def _far_reads(memory) -> dict:
+    """The write path's sure readings that `memory` replaces older memories worded far from it ({older id:
+    P(replaces)}), while `memory` is as it was written (an edit makes them stale)."""
     reads = (memory.metadata or {}).get(FAR_READS) if memory.version == 1 else None
-    p = reads.get(str(older_id)) if isinstance(reads, dict) else None
-    return float(p) if isinstance(p, (int, float)) else None
-
-
-def _has_far_reads(memory) -> bool:
-    return memory.version == 1 and bool((memory.metadata or {}).get(FAR_READS))
+    return reads if isinstance(reads, dict) else {}
 
 
 def _vector(kept: dict, memory_id: int):
@@ -113,7 +108,7 @@ def history_apply(items: list, kept: dict, lineage: dict[int, Lineage], embedder
             break
         n, b, c = newer.memory, said[newer.memory.id], kept.get(newer.memory.id)
         if b is None or c is None or c.vector is None or not n.created_at or \
-                not (n.id in judged_newer or may_say_change(n.content) or _has_far_reads(n)):
+                not (n.id in judged_newer or may_say_change(n.content) or _far_reads(n)):
             continue  # the rule needs a change said (or the judge's flag): most items are passed over before any parse
         # One product per newer for every older (the cosine the read path uses: the multilingual half
         # alone where Chinese is involved, both halves mixed otherwise).
@@ -132,8 +127,8 @@ def history_apply(items: list, kept: dict, lineage: dict[int, Lineage], embedder
                 cosines[cjk] = similarity(embedder, c.vector, stored, cjk=cjk)
             cosine = float(cosines[cjk][i])
             conflict = (o.id, n.id) in flagged
-            far_p = _far_read(n, o.id) if not conflict and o.id in top_ids and n.id in top_ids else None
-            anchored = far_p is not None
+            far_p = _far_reads(n).get(str(o.id)) if not conflict and o.id in top_ids and n.id in top_ids else None
+            anchored = isinstance(far_p, (int, float))
             if cosine < floor and not conflict and not anchored:
                 continue  # cheap before the texts are parsed: no threshold can be met
             if budget <= 0:
@@ -147,7 +142,7 @@ def history_apply(items: list, kept: dict, lineage: dict[int, Lineage], embedder
                 if verdict.history and (o.id, n.id) not in judged and _judge_disagrees(a, b):
                     continue
             if (verdict is None or not verdict.history) and anchored:
-                verdict = anchored_change(a, b, far_p, cosine=cosine)
+                verdict = anchored_change(a, b, float(far_p), cosine=cosine)
             if verdict.history:
                 found[o.id] = (n.id, verdict)
     if not found:

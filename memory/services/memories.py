@@ -26,7 +26,6 @@ from memory.services.subject_tier import (
     conflicts_record,
     conflicts_record_judged,
     distinct_statements,
-    far_reads,
     replaced_and_flagged,
     subject_decisions,
 )
@@ -213,12 +212,10 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
             memory, decision = same_subject[0]
             _touch_duplicate(memory, inp)
             return WriteOutcome("duplicate", whole(memory), similarity=decision.score)
-        targets, event_flags = (replaced_and_flagged(inp, similar, decisions, limits.supersede, vector=vector,
-                                                     model_id=embedder.model_id) if dedup else ([], []))
+        targets, event_flags, far = (replaced_and_flagged(inp, similar, decisions, limits.supersede, vector=vector,
+                                                          model_id=embedder.model_id) if dedup else ([], [], {}))
         if inp.replaces_only and not targets and not any(d.action == "conflict" for d in decisions.values()):
             return WriteOutcome("unanchored", None)
-        far = far_reads(inp, similar, decisions, vector=vector, model_id=embedder.model_id) \
-            if dedup and not targets and not event_flags else {}
         if far:
             inp = replace(inp, metadata={**(inp.metadata or {}), FAR_READS: far})
         reason = "CORRECT" if inp.change == "correction" else ("SUPERSEDE" if targets else "ADD")

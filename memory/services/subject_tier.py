@@ -165,17 +165,21 @@ def _supersede_targets(inp, similar: list[tuple], sup_threshold: float, decision
 
 
 def replaced_and_flagged(inp, similar: list[tuple], decisions: dict[int, object], sup_threshold: float, *, vector,
-                         model_id: str) -> tuple[list, list[tuple]]:
+                         model_id: str) -> tuple[list, list[tuple], dict[str, float]]:
     """Every memory the new one replaces (the rules' targets the judge lets stand, the state an event
-    changes, the plan a statement overtakes) and the events' possible changes to flag."""
+    changes, the plan a statement overtakes), the events' possible changes to flag, and, when it neither
+    replaces nor flags anything, the judge's far readings (far_reads) of the same neighbours."""
     targets = judge_veto(inp, _supersede_targets(inp, similar, sup_threshold, decisions), decisions)
+    near = similar
     if inp.kind == MemoryKind.EVENT:
-        replaced, flagged = event_replaces(inp, vector, model_id)
+        near = _states_near_event(inp, vector, model_id)
+        replaced, flagged = event_replaces(inp, near)
     elif not targets:
         replaced, flagged = plan_replaces(inp, vector, model_id)
     else:
         replaced, flagged = [], []
-    return targets + replaced, flagged
+    far = far_reads(inp, near, decisions) if not (targets or replaced or flagged) else {}
+    return targets + replaced, flagged, far
 
 
 def judge_veto(inp, targets: list, decisions: dict[int, object]) -> list:
@@ -217,7 +221,20 @@ def judge_veto(inp, targets: list, decisions: dict[int, object]) -> list:
     return kept
 
 
-def event_replaces(inp, vector, model_id: str) -> tuple[list, list[tuple]]:
+def _states_near_event(inp, vector, model_id: str) -> list[tuple]:
+    """The user's facts near a user's event, by stored cosine: the states it may change ([] for anything
+    else, with the judge off, or for an event that ended before it was written)."""
+    from memory.services.dedup_window import similar_active
+
+    conf = settings.MEMORY_LEARNED_REPLACE
+    if not conf.get("enabled", True) or inp.kind != MemoryKind.EVENT or inp.scope != MemoryScope.USER \
+            or ended_when_written(inp):
+        return []
+    return similar_active(inp.org, inp.user_id, inp.content, vector, model_id, kind=MemoryKind.FACT, scope=MemoryScope.USER,
+                          conversation_id=inp.conversation_id, slot_key=None)
+
+
+def event_replaces(inp, near: list[tuple]) -> tuple[list, list[tuple]]:
     """The standing memory a user's event changes, when the learned judge is sure of it: a change told as
     an event ("旧车出手了，提了台海豹", "We finally upgraded staging to 24.04 last week") replaces the state
     it changes, and the event, dated, is then what holds. Events never replace events (the judge's guard);
@@ -225,16 +242,11 @@ def event_replaces(inp, vector, model_id: str) -> tuple[list, list[tuple]]:
     Returns (replaced, flagged): under event_min, down to the flag floor, the likeliest is flagged as a
     possible change instead ((memory, P) pairs for conflicts_record_judged): both stay standing, and recall
     presents the older as history when both answer a query."""
-    from memory.services.dedup_window import similar_active
     from memory.subjects import Existing
 
     conf = settings.MEMORY_LEARNED_REPLACE
-    if not conf.get("enabled", True) or inp.kind != MemoryKind.EVENT or inp.scope != MemoryScope.USER:
+    if not near:
         return [], []
-    if ended_when_written(inp):
-        return [], []
-    near = similar_active(inp.org, inp.user_id, inp.content, vector, model_id, kind=MemoryKind.FACT, scope=MemoryScope.USER,
-                          conversation_id=inp.conversation_id, slot_key=None)
     # Read as what it is, an event: the judge has learned events that change a state (fact → event pairs
     # labelled replaces) and many that change nothing. Read as a fact (before session 25), an event about
     # the same thing read as its new value ("In March I was awarded Nurse of the Year for the cardiac
@@ -324,17 +336,15 @@ def _likeliest_replaced(inp, existing: list, newer_kind: str | None = None) -> t
     return max(scored, key=lambda pair: pair[0]) if scored else None
 
 
-def far_reads(inp, similar: list[tuple], decisions: dict[int, object], *, vector, model_id: str) -> dict[str, float]:
+def far_reads(inp, near: list[tuple], decisions: dict[int, object]) -> dict[str, float]:
     """The learned judge's reading of standing memories worded too far from the new statement for the write
     path to act on (stored cosine under MEMORY_LEARNED_REPLACE["min_cosine"], down to ["far_cosine"]): the
-    closest ["far"] of them, kept when P(replaces) reaches ["far_min"]. Nothing is replaced or flagged:
-    among a user's many memories the likeliest far pair is too often another subject (D33). Recall reads
-    them when the query puts both among its first answers (RECALL_HISTORY["anchor"]), where the query
-    says they are about one subject: "We record all remote interviews on Zencastr" / "We're on Riverside
-    now for remote guests" (cosine 0.22, P 0.77). Only for a statement that says a change (a cue word),
-    so a plain statement costs nothing more."""
-    from memory.services.dedup_window import similar_active
-    from memory.subjects import Existing
+    closest ["far"] of `near` (the statement's similar memories, an event's nearby facts), kept when
+    P(replaces) reaches ["far_min"]. Nothing is replaced or flagged: among a user's many memories the
+    likeliest far pair is too often another subject (D33). Recall reads them when the query puts both among
+    its first answers (RECALL_HISTORY["anchor"]), where the query says they are about one subject: "We
+    record all remote interviews on Zencastr" / "We're on Riverside now for remote guests" (cosine 0.22,
+    P 0.77). Only for a statement that says a change (a cue word), so a plain statement costs nothing more."""
     from memory.subjects.current import may_say_change
 
     conf = settings.MEMORY_LEARNED_REPLACE
@@ -342,12 +352,8 @@ def far_reads(inp, similar: list[tuple], decisions: dict[int, object], *, vector
     if n <= 0 or not conf.get("enabled", True) or inp.scope != MemoryScope.USER or ended_when_written(inp) or \
             inp.kind not in SUBJECT_KINDS | {MemoryKind.EVENT} or not may_say_change(inp.said or inp.content):
         return {}
-    if inp.kind == MemoryKind.EVENT:  # an event's similar list holds events: the states it may change are facts
-        similar = similar_active(inp.org, inp.user_id, inp.content, vector, model_id, kind=MemoryKind.FACT,
-                                 scope=MemoryScope.USER, conversation_id=inp.conversation_id, slot_key=None)
     lo, hi = float(conf.get("far_cosine", 0.0)), float(conf.get("min_cosine", 0.0))
-    far = [Existing(id=m.id, content=m.content, kind=m.kind, slot_key=m.slot_key, full=sim) for m, sim in similar
-           if m.kind in SUBJECT_KINDS and lo <= sim < hi and not _another_thing(decisions.get(m.id))
+    far = [m for m, sim in near if m.kind in SUBJECT_KINDS and lo <= sim < hi and not _another_thing(decisions.get(m.id))
            and getattr(decisions.get(m.id), "action", "coexist") == "coexist"][:n]
     if not far:
         return {}
@@ -355,10 +361,10 @@ def far_reads(inp, similar: list[tuple], decisions: dict[int, object], *, vector
     from memory.learn.pair_features import PairInput
 
     newer = inp.said or inp.content
+    verdicts = judge_pairs([PairInput(m.content, newer, m.kind, inp.kind) for m in far])
     least = float(conf.get("far_min", 1.0))
-    verdicts = judge_pairs([PairInput(e.content, newer, e.kind, inp.kind) for e in far])
-    return {str(e.id): round(float(v.proba.get("supersede", 0.0)), 3) for e, v in zip(far, verdicts)
-            if v.reason == "model" and float(v.proba.get("supersede", 0.0)) >= least}
+    return {str(m.id): round(p, 3) for m, v in zip(far, verdicts)
+            if v.reason == "model" and (p := float(v.proba.get("supersede", 0.0))) >= least}
 
 
 def _another_thing(decision) -> bool:

@@ -4,8 +4,8 @@ encoder give the same bands and, on the CPU the model was trained on, the same n
 On another machine the result moves, in two ways seen here: on an AMD EPYC machine (session 27) the
 retrained network kept the same bands and 90 % of the decisions on the sampled tuning pairs, with
 probabilities off by 0.05 on average (the encoder's and the linear algebra's kernels round differently,
-and Adam with early stopping carries that far); on another (session 28) the network came out the same to
-1e-8, but the bands, chosen where the out-of-fold precision first reaches 0.92, came out 0.08 higher
+and Adam with early stopping carries that far); on another (session 28) the retrained network's probabilities
+came out the same to 1e-8, but the bands, chosen where the out-of-fold precision first reaches 0.92, came out 0.08 higher
 (0.74 / 0.69 for 0.66 / 0.61), on the committed tree as on the new one. So the check is bands within
 BAND_TOLERANCE and most decisions, not every digit: a change to the data, the features or the training
 still moves them further (docs/evaluation.md, sessions 27 and 28)."""
