@@ -18,7 +18,7 @@ from memory.extraction.slots import SlotParts
 from memory.extraction.text import strip_end
 
 __all__ = ["MAX_SENTENCE_CHARS", "Statement", "attribute_to", "complete_subjectless", "lexicon_for",
-           "merge_retractions", "norm", "resolve", "slot_of"]
+           "merge_retractions", "norm", "resolve", "retracts", "slot_of"]
 
 # A memory is one short statement; a sentence longer than this is a paste or a report, and
 # cutting it into a "fact" would store noise.
@@ -139,6 +139,12 @@ def attribute_to(st: Statement, speaker: str) -> None:
 _RETRACTION = re.compile(r"\b(?:don'?t|do not|no longer|not\b.*\bany ?more)\b|不再|不用|停用|不.{0,6}了$", re.I)
 
 
+def retracts(st: Statement) -> bool:
+    """A standing statement that only takes an old value back ("We don't use the Excel spreadsheet
+    anymore"): what follows it in the message says what replaced it."""
+    return st.change == "update" and st.kind in ("fact", "preference") and bool(_RETRACTION.search(st.content))
+
+
 def merge_retractions(statements: list[Statement]) -> list[Statement]:
     """"We don't use the Excel spreadsheet anymore; logs now live in FarmLogs": the first sentence
     only retracts an old value, the next says what replaced it. Stored apart, the retraction
@@ -147,7 +153,7 @@ def merge_retractions(statements: list[Statement]) -> list[Statement]:
     for st in statements:
         prev = out[-1] if out else None
         # The retraction alone may read as either standing kind; the replacement's kind is the pair's.
-        if (prev is not None and prev.change == "update" and _RETRACTION.search(prev.content)
+        if (prev is not None and retracts(prev)
                 and {prev.kind, st.kind} <= {"fact", "preference"} and not st.old_values and st.scope == prev.scope == "user"):
             # One change of one subject: the retraction names the subject (its slot), the
             # replacement the value; the pair is stored as one statement under the old subject.

@@ -22,13 +22,14 @@ from memory.extraction.candidates import (
     merge_retractions,
     norm,
     resolve,
+    retracts,
 )
 from memory.extraction.lexicon import Lexicon
 from memory.extraction.standing import onset_at, reverts
 from memory.extraction.text import strip_end
 from memory.extraction.timeexpr import TimeRef, find_times, recurring, rewrite_times
 from memory.learn.gate import GateReading, get_gate
-from memory.learn.signals import closed_class
+from memory.learn.signals import closed_class, split_question
 
 __all__ = ["RuleExtractor", "gate_texts"]
 
@@ -42,10 +43,13 @@ _DEMONSTRATIVE = re.compile(r"^(?:这|那|它|他|她)|^(?:this|that|it|they|he|
 _NOW = re.compile(r"现在|目前|如今|眼下|\bnow\b|\bcurrently\b", re.I)
 
 
-def _sentences(content: str) -> tuple[str | None, list[str]]:
+def _sentences(content: str, user: bool = True) -> tuple[str | None, list[str]]:
+    """The speaker a transcript line names, and the sentences the gate reads: a user's question that
+    opens with a statement is two (signals.split_question), so the statement is remembered."""
     text = _ANNOTATION.sub("", clean(content or ""))
     speaker, text = split_speaker(text)
-    return speaker, split_message_sentences(text)
+    sentences = split_message_sentences(text)
+    return speaker, [part for s in sentences for part in split_question(s)] if user else sentences
 
 
 def gate_texts(content: str) -> list[str]:
@@ -68,19 +72,25 @@ class RuleExtractor(Extractor):
         if inp.role == "user" and closed_class(text) == "do_not_remember":
             return ExtractionResult(candidates=[], do_not_remember=True, produced_by="rules")
 
-        speaker, sentences = _sentences(inp.content)
+        speaker, sentences = _sentences(inp.content, user=inp.role == "user")
         statements: list[Statement] = []
         if inp.role == "assistant":
             for sentence in sentences:
                 statements.extend(self._assistant(sentence, lexicon_for(sentence), inp.occurred_at))
         else:
+            after_retraction = False
             for sentence, reading, until in zip(sentences, self._read(inp, sentences), _until_usual(sentences)):
+                if after_retraction and reading.label == "none" and reading.closed is None:
+                    # "We don't use X anymore; invoices now live in Xero": what follows a retraction says
+                    # what replaced it, however plainly (merge_retractions joins the two).
+                    reading = GateReading(label="fact", p=reading.p)
                 found = self._user(sentence, lexicon_for(sentence), inp.occurred_at, reading, reported=speaker is not None,
                                    temporary=until)
                 gate = {"p": reading.p, "model": get_gate().version}
                 for st in found:
                     st.gate = gate
                 statements.extend(found)
+                after_retraction = any(retracts(st) for st in found)
 
         statements = merge_retractions(statements)
         candidates: list[Candidate] = []
@@ -125,7 +135,9 @@ class RuleExtractor(Extractor):
         its slot. `reported`: a transcript line that names its speaker ("Jon: ..."), said between
         people, not to the agent. `temporary`: the message says the usual comes back after it
         (_until_usual): whatever the sentence asks or states holds for this task only."""
-        if reading.label == "none":
+        if reading.label == "none" and (reading.closed or not onset_at(sentence, find_times(sentence, at, lex.lang), lex.lang)):
+            # A time the state holds from ("这周起前台改由小周值班") dates a standing state, whatever the
+            # model read; a closed class still decides.
             return []
         s, explicit = self._strip_leads(strip_end(sentence), lex)
         if not s or len(s) > MAX_SENTENCE_CHARS:

@@ -22,7 +22,11 @@ def _do_not_remember(text: str) -> bool:
 
 def _is_question(text: str) -> bool:
     t = text.strip()
-    return t.endswith("?") or bool(_PATTERNS.question.wh.match(t) or _PATTERNS.question.inversion.match(t))
+    if t.endswith("?"):
+        return True
+    # Without a question mark a wh-word or an auxiliary first asks only in a one-clause sentence: "When
+    # you explain code, show me the diff" is an instruction a subordinate clause opens.
+    return "," not in t and bool(_PATTERNS.question.wh.match(t) or _PATTERNS.question.inversion.match(t))
 
 
 def _is_request(text: str) -> bool:

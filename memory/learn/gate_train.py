@@ -19,7 +19,7 @@ import numpy as np
 
 from memory.learn.encode import GATE_EMBEDDER, GATE_EMBEDDER_ID, encode_texts
 from memory.learn.gate import KEEP_KINDS, MODEL_PATH, Gate, features
-from memory.learn.signals import closed_class
+from memory.learn.signals import closed_class, split_question
 
 __all__ = ["report", "train"]
 
@@ -129,6 +129,19 @@ def _figures(gold: list[str], predicted: list[str]) -> dict:
     return out
 
 
+def _read_split(gate: Gate, texts: list[str]) -> list[str]:
+    """Each sentence's label as the write path reads it: a question that opens with a statement is
+    read as both (``split_question``), and the sentence counts as kept as the statement when that is."""
+    parts = [split_question(t) for t in texts]
+    flat = [p for ps in parts for p in ps]
+    readings = iter(gate.read(flat, encode_texts(flat, model=gate.embedder, cache=True)))
+    out = []
+    for ps in parts:
+        labels = [next(readings).label for _ in ps]
+        out.append(next((label for label in labels if label in KEEP_KINDS), labels[-1]))
+    return out
+
+
 def report(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m memory.learn report gate")
     parser.add_argument("--model", default=str(MODEL_PATH))
@@ -137,9 +150,8 @@ def report(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     gate = Gate(Path(args.model))
     texts, y, rows = _load(args.half)
-    readings = gate.read(texts, encode_texts(texts, model=gate.embedder, cache=True))
+    predicted = _read_split(gate, texts)
     gold = [CLASSES[i] for i in y]
-    predicted = [r.label for r in readings]
     result = {"model": gate.version, "half": args.half, "all": _figures(gold, predicted)}
     for lang in sorted({r["lang"] for r in rows}):
         idx = [i for i, r in enumerate(rows) if r["lang"] == lang]

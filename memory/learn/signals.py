@@ -18,12 +18,13 @@ from memory.extraction.standing import onset, task_scope
 from memory.extraction.text import strip_end
 from memory.extraction.timeexpr import find_times
 
-__all__ = ["SIGNALS", "closed_class", "signals"]
+__all__ = ["SIGNALS", "closed_class", "signals", "split_question"]
 
 _PATTERNS = load_patterns("gate")  # memory/extraction/lexicons/gate.toml
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _LATIN = re.compile(r"[A-Za-z]{2,}")
 _REF = datetime(2026, 1, 15, 12, tzinfo=UTC)  # times are read for their tense only
+_CLAUSE_END = re.compile(r"(?<=[，,；;])\s*")
 
 SIGNALS = (
     "question", "request", "ack", "do_not_remember", "feeling", "task_scope", "long_term", "habit",
@@ -56,6 +57,31 @@ def closed_class(sentence: str) -> str | None:
             or task_scope(s, lang):
         return "task"
     return None
+
+
+def split_question(sentence: str) -> list[str]:
+    """A question that opens with what the user states, as that statement and the question: "我的TSH是5.2，
+    这个正常吗" → ["我的TSH是5.2", "这个正常吗"], "my son is 7, is that too young for a tablet?" → ["my son is
+    7", "is that too young for a tablet?"]. The question's closed class then drops only the question,
+    and the statement is read like any other sentence (remember by default). The statement is the
+    clauses before the first one that asks; a clause that only supposes or asks ("如果下雨", "if it
+    rains", "我想问一下") states nothing, so then the sentence stays whole. Any other sentence: itself."""
+    s = sentence.strip()
+    lang = detect_lang(s)
+    lex = _lexicon(lang)
+    if not lex.is_question(s):
+        return [sentence]
+    clauses = [c for c in _CLAUSE_END.split(s) if c]
+    asks = next((i for i, c in enumerate(clauses) if lex.is_question(c.rstrip("，,；; "))), len(clauses))
+    if asks == 0 or asks == len(clauses):
+        return [sentence]
+    lead = "".join(clauses[:asks]).rstrip("，,；; ")
+    words = _PATTERNS.zh if lang == "zh" else _PATTERNS.en
+    # A name or a topic alone ("老王，…", "Sam, …") is whom or what the question is put to.
+    short = len(lead) < 4 if lang == "zh" else len(lead.split()) < 2
+    if short or words.supposes.match(lead) or closed_class(lead) is not None:
+        return [sentence]
+    return [lead, "".join(clauses[asks:]).strip()]
 
 
 def signals(sentence: str) -> np.ndarray:

@@ -206,8 +206,9 @@ def memory_write(inp: MemoryInput, *, dedup: bool = True, vector: np.ndarray | N
             _touch_duplicate(duplicate[0], inp)
             return WriteOutcome("duplicate", whole(duplicate[0]), similarity=duplicate[1])
         decisions = subject_decisions(inp, similar, limits) if dedup else {}
+        # Either standing kind: one statement may read as a preference in one wording and a fact in another.
         same_subject = [(m, decisions[m.id]) for m, _ in similar if m.id in decisions
-                        and decisions[m.id].action == "duplicate" and m.kind == inp.kind]
+                        and decisions[m.id].action == "duplicate" and (m.kind == inp.kind or {m.kind, inp.kind} <= SUBJECT_KINDS)]
         if same_subject and not inp.change:
             memory, decision = same_subject[0]
             _touch_duplicate(memory, inp)

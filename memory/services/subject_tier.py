@@ -81,8 +81,10 @@ def _restatements(inp, existing: list, decisions: dict[int, object]) -> dict[int
 
     if inp.change or inp.replaces_only:
         return decisions
+    # Either standing kind: the gate may read one wording a preference and another a fact ("我不吃香菜" /
+    # "香菜我是一口都不碰的"); the judge reads the kinds among its features.
     open_pairs = [e for e in existing if e.id in decisions and decisions[e.id].action == "coexist"
-                  and e.kind == inp.kind and not _values_differ(e.content, inp.content)]
+                  and not _values_differ(e.content, inp.content)]
     if not open_pairs:
         return decisions
     # The judge's own guards run first (another identifier or speaker is never the same memory).

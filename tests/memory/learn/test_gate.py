@@ -8,7 +8,7 @@ import pytest
 from memory.extraction import ExtractionInput
 from memory.extraction.rules import RuleExtractor
 from memory.learn.gate import KEEP_KINDS, get_gate
-from memory.learn.signals import SIGNALS, closed_class
+from memory.learn.signals import SIGNALS, closed_class, split_question
 
 AT = datetime.fromisoformat("2026-03-02T09:00:00+08:00")
 
@@ -85,6 +85,40 @@ def test_the_issues_statements_are_remembered(text):
 ])
 def test_questions_thanks_and_one_time_instructions_are_not_standing(text):
     assert standing(text) == []
+
+
+@pytest.mark.parametrize("text, parts", [
+    ("我的TSH是5.2，这个正常吗？", ["我的TSH是5.2", "这个正常吗？"]),
+    ("my son is 7, is that too young for a tablet?", ["my son is 7", "is that too young for a tablet?"]),
+    ("I'm allergic to penicillin, is amoxicillin ok?", ["I'm allergic to penicillin", "is amoxicillin ok?"]),
+    # A clause that only supposes or asks, a name or topic alone, and a question first stay whole.
+    ("如果明天下雨，比赛还办吗？", ["如果明天下雨，比赛还办吗？"]),
+    ("If the courier is late, should I call them?", ["If the courier is late, should I call them?"]),
+    ("我想问一下，报销怎么走？", ["我想问一下，报销怎么走？"]),
+    ("老王，你那边进度怎么样？", ["老王，你那边进度怎么样？"]),
+    ("这个正常吗，我的TSH是5.2", ["这个正常吗，我的TSH是5.2"]),
+    ("Is it bad that my cat sleeps 18 hours a day?", ["Is it bad that my cat sleeps 18 hours a day?"]),
+    # Not a question: a statement is one part.
+    ("我们店周一不营业。", ["我们店周一不营业。"]),
+])
+def test_a_question_splits_off_the_statement_it_opens_with(text, parts):
+    assert split_question(text) == parts
+
+
+@pytest.mark.parametrize("text, value", [
+    ("我家宝宝两个月大，蟑螂胶饵放厨房安全吗？", "两个月"),
+    ("My partner works at Shopify, is it weird to apply there?", "Shopify"),
+])
+def test_a_statement_before_a_question_is_remembered(text, value):
+    kept = standing(text)
+    assert len(kept) == 1 and value in kept[0].content, candidates(text)
+    assert "?" not in kept[0].content and "？" not in kept[0].content
+
+
+def test_an_instruction_opened_by_a_when_clause_is_no_question():
+    # A wh-word first asks only in a one-clause sentence without a question mark.
+    assert closed_class("When you explain code, show me the diff, not the whole file") is None
+    assert closed_class("when does the clinic open") == "question"
 
 
 def test_a_one_time_instruction_is_task_scoped():
