@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from common.text import EN_STOPWORDS
 from entities.partial import skeleton
 from entities.surface import normalize_key
 
@@ -50,7 +51,12 @@ def name_parts(surface: str) -> frozenset[str]:
         else:
             if word.startswith("号") and after_number:  # "3" / "号楼": the building's number is a qualifier too
                 parts.add(merged[-1] + "号")
+                if len(word) == 2 and CJK.match(word[1]):
+                    parts.add(merged[-1] + word)  # and said with its character: "2号库" of 航材2号库
             merged.append(word)
+    # A numbered qualifier with the one character after it is what people say alone ("3号仓" of 城北物流园3号仓).
+    parts.update(left + right for left, right in zip(merged, merged[1:])
+                 if _NUMBERED.match(left) and len(right) == 1 and CJK.match(right))
     words = [w for w in (_SEPARATORS.sub("", w) for w in merged) if w]
     # A one-character word is a morpheme of its neighbour, not a word of its own: "治疗台" of 治疗/台, "化学楼",
     # a glued letter ("x光机", "治疗台a": the letter tells 治疗台A from 治疗台B). Never across a separator ("浙A·保温").
@@ -62,7 +68,8 @@ def name_parts(surface: str) -> frozenset[str]:
         if CJK.search(word):
             if len(word) >= MIN_PART_CHARS or _NUMBERED.match(word):
                 parts.add(word)
-        elif len(word) >= MIN_LATIN_PART_CHARS and not word.isdigit():
+        elif len(word) >= MIN_LATIN_PART_CHARS and not word.isdigit() and word not in EN_STOPWORDS:
+            # "the" of The Winter's Tale is in every English sentence: a function word names nothing.
             parts.add(word)
     return frozenset(parts)
 
@@ -100,5 +107,8 @@ _CJK_ONLY = re.compile("^[\u3400-\u9fff]+$")
 
 
 def is_qualifier(part: str) -> bool:
-    """A numbered qualifier or a bare code: tells siblings apart, names nothing on its own."""
+    """A numbered qualifier or a bare code: tells siblings apart, names nothing on its own. A number with a
+    leading zero ("0418" of 工单0418) is no count, year or size: it is the identifier people say alone."""
+    if part.isdigit() and part.startswith("0") and len(part) >= 3:
+        return False
     return bool(_NUMBERED.match(part)) or (part.isdigit() and len(part) < MIN_SERIAL_DIGITS)

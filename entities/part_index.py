@@ -35,6 +35,8 @@ MAX_VALUE_CHARS = 80  # a description is not a value anyone says
 # bare number after a space (see _NUMBER_AFTER_WORD).
 _GLUED_CODE = re.compile(r"(?<![a-z0-9])[a-z]+[0-9][a-z0-9\-]*(?![a-z0-9号])|(?<![a-z0-9 ])[0-9]+[a-z][a-z0-9\-]*(?![a-z0-9号])")
 _NUMBER_AFTER_WORD = re.compile(r"(?<=[a-z] )[0-9]{1,4}\b(?![\-·./#][0-9a-z])")
+# A number right after a Chinese word, with no 号 ("逐浪2", "锦绣花园18栋"): the number of what that word names.
+_NUMBER_AFTER_CJK = re.compile(r"(?<=[\u3400-\u9fff])[0-9]{1,4}(?![0-9a-z\-·./#])")
 _NUMBER_IN_TEXT = re.compile(r"(?<![0-9])(?:[0-9]+|[零〇一二三四五六七八九十百千两]+)号")
 # A pointer with its classifier and one character after it ("哪只桶", "那个罐子", "哪个罐里"): the character may be
 # the head of a learnt label, standing for its type; followed by another word character it is the start of a word.
@@ -167,6 +169,14 @@ class PartIndex:
         self._codes = {eid: frozenset(code for key in ks for code in CODE.findall(key)) for eid, ks in keys.items()}
         self._numbers = {eid: frozenset(int(n) for key in ks for n in re.findall(r"[0-9]+", key) if len(n) <= 6)
                          for eid, ks in keys.items()}
+        # Per name or value, its numbers: the number after a word must be that name's ("Brass lantern 3" is not
+        # Brass lantern 1 stored in "Bay 3").
+        self._key_numbers = {eid: tuple((key, frozenset(int(n) for n in re.findall(r"[0-9]+", key) if len(n) <= 6))
+                                        for key in ks) for eid, ks in keys.items()}
+        # What the registry's names say right after a number ("栋" of 锦绣花园12栋, "号"): a number glued after a word
+        # and followed by one of these is a name's number; "10度" is a quantity.
+        self._after_number = frozenset(m.group(1) for ref in refs for sf in surfaces[ref.id]
+                                       for m in re.finditer(r"[0-9]([\u3400-\u9fff])", normalize_key(sf)))
         self._automaton = _automaton(index)
         self._type_automaton = _automaton({w: {0} for w in self.type_words})
         self._heads = self.label_heads()
@@ -241,8 +251,13 @@ class PartIndex:
                 continue  # a word shared by that many names tells none apart (type and category words do that)
             for eid in ids:
                 scores.setdefault(eid, {})[part] = len(part)
-                spans.setdefault(eid, []).append((start, end))
-        scores = {eid: parts for eid, parts in scores.items() if any(not is_qualifier(p) for p in parts)}
+                spans.setdefault(eid, []).append((start, end, part))
+        # A bare qualifier names nothing, unless a label of the entity's type follows it: "3号泊位" is every berth
+        # numbered 3.
+        labels = [(start, self.type_words[word]) for start, _end, word, _ids in _hits(self._type_automaton, text)]
+        scores = {eid: parts for eid, parts in scores.items() if any(not is_qualifier(p) for p in parts)
+                  or any(e == start and eid in self._by_type.get(type_, ()) for _s, e, _p in spans[eid]
+                         for start, type_ in labels)}
         # "5号拖拉机" names one specific tractor: only an entity carrying that number answers, never a sibling.
         norm = normalize(text).text
         numbered = [(m.start(), m.end(), m.group()) for m in _NUMBER_IN_TEXT.finditer(norm)]
@@ -253,26 +268,51 @@ class PartIndex:
             # "号楼" of 3号楼1号客梯, however many other numbers ("1号") agree.
             scores = {eid: parts for eid, parts in scores.items()
                       if all(number in parts for ns, ne, number in numbered
-                             if any(s < ne and ns < e and (s, e) != (ns, ne) for s, e in spans[eid]))}
+                             if any(s < ne and ns < e and (s, e) != (ns, ne) for s, e, _p in spans[eid]))}
         # English numbers a name the same way, after a space: "Transit 2" is Ford Transit van 2, and "Transit 3" none
         # of the Transits; a number right after a part found must be one the entity's names carry.
         counted = [(m.start(), int(m.group())) for m in _NUMBER_AFTER_WORD.finditer(norm)]
         if counted:
-            scores = {eid: parts for eid, parts in scores.items()
-                      if all(number in self._numbers.get(eid, ()) for ns, number in counted
-                             if any(e + 1 == ns for _s, e in spans[eid]))}
+            scores = self._numbers_agree(scores, spans, [(ns - 1, number) for ns, number in counted])
+        # And glued after a Chinese part: "逐浪2" is 逐浪2号, "锦绣花园18栋" none of 锦绣花园12栋 / 15栋.
+        glued_numbers = [(m.start(), int(m.group())) for m in _NUMBER_AFTER_CJK.finditer(norm)
+                         if not CJK.match(norm[m.end():m.end() + 1]) or norm[m.end()] in self._after_number]
+        if glued_numbers:
+            scores = self._numbers_agree(scores, spans, glued_numbers)
         # A code glued to a part ("宝马X3" where the registry has 宝马X5) must be the entity's own: another code names
         # another model, as another number names another building.
         glued = [(m.start(), m.end(), m.group()) for m in _GLUED_CODE.finditer(norm)]
         if glued:
             scores = {eid: parts for eid, parts in scores.items()
                       if all(code in self._codes.get(eid, ()) or code in parts for cs, ce, code in glued
-                             if any(e in (cs, cs - 1) or s in (ce, ce + 1) for s, e in spans[eid]))}
+                             if any(e in (cs, cs - 1) or s in (ce, ce + 1) for s, e, _p in spans[eid]))}
         if not scores:
             return [], []
         top = max(sum(p.values()) for p in scores.values())
         ids = sorted(eid for eid, parts in scores.items() if sum(parts.values()) == top)
         return ids, sorted({p for eid in ids for p in scores[eid]})
+
+
+    def _numbers_agree(self, scores: dict, spans: dict, numbers: list[tuple[int, int]]) -> dict:
+        """The entities whose parts before each (end, number) carry that number. The words before a number are
+        read as far back as any part found reaches ("锦绣花园18栋": what holds only 锦绣 must carry 18 too)."""
+        found = [span for entity_spans in spans.values() for span in entity_spans]
+        for end, number in numbers:
+            start = end
+            while (back := min((s for s, e, _p in found if e == start), default=start)) < start:
+                start = back  # parts that run on into each other: 锦绣 + 花园 before "18栋"
+
+            def agrees(eid: int) -> bool:
+                inside = [(e, part) for s, e, part in spans[eid] if start <= s and e <= end]
+                last = max((e for e, _part in inside), default=None)
+                return all(self._numbered_by(eid, part, number) for e, part in inside if e == last)
+
+            scores = {eid: parts for eid, parts in scores.items() if agrees(eid)}
+        return scores
+
+    def _numbered_by(self, eid: int, part: str, number: int) -> bool:
+        """Whether a name or value of `eid` that holds `part` carries `number`."""
+        return any(number in numbers for key, numbers in self._key_numbers.get(eid, ()) if part in key)
 
 
 class AttributeIndex:

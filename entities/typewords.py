@@ -198,6 +198,11 @@ def text_cues(text: str, matcher) -> list[Cue]:
                       or (c.end - c.start >= 2 and c.start >= 2 and _CJK_PAIR.match(text, c.start - 2)
                           and known_word(matcher, text[c.start - 2:c.start])))
                  for type_ in matcher.types_of_kind(c.noun_kind) if (c.start, c.end, type_) not in known]
+    # Type words running into a qualified one are one name with it: "Drum kit 3" names one kit, "drum" included.
+    for cue in sorted((c for c in cues if c.kind == "type"), key=lambda c: -c.start):
+        if not cue.qualified and any(o.kind == "type" and o.qualified and o.start in (cue.end, cue.end + 1)
+                                     for o in cues):
+            cues = [replace(c, qualified=True) if c is cue else c for c in cues]
     return cues
 
 

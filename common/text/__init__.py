@@ -6,10 +6,11 @@ named for their use; each module's docstring says why (docs/decisions.md, D13 an
 
 from common.text.lang import cjk_ratio, detect_lang, is_cjk
 from common.text.normalize import clean, content_hash, normalize_content, normalize_for_compare
-from common.text.segment import ensure_jieba, is_small_talk, jaccard, overlap, pos_cut, pos_tag, term_set, tokenize
+from common.text.segment import EN_STOPWORDS, ensure_jieba, is_small_talk, jaccard, overlap, pos_cut, pos_tag, term_set, tokenize
 from common.text.sentences import split_message_sentences, split_sentences, split_speaker
 
 __all__ = [
+    "EN_STOPWORDS",
     "cjk_ratio",
     "clean",
     "content_hash",

@@ -23,7 +23,7 @@ _ZH_STOPWORDS = frozenset(
     "一 一个 一下 一些 有 没有 我 你 您 他 她 它 我们 你们 他们 咱们 吗 呢 吧 啊 呀 哦 嗯 么 "
     "什么 怎么 如何 请 帮 帮我 个 些 之 其 为 以 于 将 还 很 再 才 呢 嘛 哈".split()
 )
-_EN_STOPWORDS = frozenset(
+EN_STOPWORDS = frozenset(
     "a an the and or but if then so of to in on at by for with from as is are was were be been being "
     "it its this that these those i you he she we they me him her us them my your our their "
     "do does did have has had not no yes can could would should will shall may might must "
@@ -65,12 +65,12 @@ def tokenize(text: str) -> list[str]:
             terms.extend(w for w in _segment_cjk(chunk) if w.strip() and w not in _ZH_STOPWORDS)
             continue
         word = chunk.lower()
-        if word in _EN_STOPWORDS:
+        if word in EN_STOPWORDS:
             continue
         terms.append(word)
         parts = _LATIN_PARTS.findall(word)
         if len(parts) > 1:  # "a-1001" should also match a query that says "1001"
-            terms.extend(p for p in parts if p not in _EN_STOPWORDS)
+            terms.extend(p for p in parts if p not in EN_STOPWORDS)
     return terms
 
 

@@ -1,0 +1,61 @@
+"""Names told apart by their numbers and codes (issue 41): an identifier with a leading zero said alone ("0231 那单"),
+a number glued after a word of a name ("启明星2", "金桂苑9栋" where the registry has 6栋 and 8栋), a number after an English
+word that must be that name's own and not a value's ("Drum kit 3" where kit 1's store is "Shelf 3"), a numbered
+qualifier with its one character ("2号库") or a label of the type after it ("4号机位": every stand numbered 4), and
+English function words that name nothing ("the"). Pure resolver, no DB; the registry is a small airfield and a
+housing estate no labelled file uses."""
+from entities.matcher import EntityRef
+from entities.name_parts import is_qualifier, name_parts
+from entities.resolver import resolve
+from tests.entities.registry_fixture import build_matcher
+
+PLANE_1 = EntityRef(1, "aircraft", "AC-1", "启明星1号")
+PLANE_2 = EntityRef(2, "aircraft", "AC-2", "启明星2号")
+STAND_E4 = EntityRef(3, "stand", "ST-E4", "东区4号机位")
+STAND_W4 = EntityRef(4, "stand", "ST-W4", "西区4号机位")
+STAND_W6 = EntityRef(5, "stand", "ST-W6", "西区6号机位")
+ORDER_A = EntityRef(6, "work_order", "WO-0231", "工单0231")
+ORDER_B = EntityRef(7, "work_order", "WO-0236", "工单0236")
+BLOCK_6 = EntityRef(8, "building", "B-6", "金桂苑6栋")
+BLOCK_8 = EntityRef(9, "building", "B-8", "金桂苑8栋")
+STORE_2 = EntityRef(10, "warehouse", "WH-2", "航材2号库")
+KIT_1 = EntityRef(11, "prop", "PR-1", "Drum kit 1")
+KIT_2 = EntityRef(12, "prop", "PR-2", "Drum kit 2")
+SHOW = EntityRef(13, "production", "P-1", "The Night Ferry")
+# 启明星 names the school too, so it is a word of names, not a category word of the aircraft.
+SCHOOL = EntityRef(14, "school", "SC-1", "启明星航校")
+REGISTRY = {r.id: r for r in (PLANE_1, PLANE_2, STAND_E4, STAND_W4, STAND_W6, ORDER_A, ORDER_B, BLOCK_6, BLOCK_8,
+                              STORE_2, KIT_1, KIT_2, SHOW, SCHOOL)}
+ATTRIBUTES = {KIT_1.id: {"store": "Shelf 3"}, KIT_2.id: {"store": "Shelf 1"}}
+
+
+def got(text):
+    res = resolve(text, matcher=build_matcher(REGISTRY.values(), ATTRIBUTES, ()), entities=REGISTRY)
+    return res.status, res.entity_id if res.status == "resolved" else sorted(res.candidates)
+
+
+def test_an_identifier_with_a_leading_zero_names_what_carries_it():
+    assert not is_qualifier("0231") and is_qualifier("231") and is_qualifier("2号")
+    assert got("0231 那单今天能完吗") == ("resolved", ORDER_A.id)
+
+
+def test_a_number_glued_after_a_word_of_a_name_must_be_that_names():
+    assert got("启明星2 今天下午飞吗") == ("resolved", PLANE_2.id)
+    assert got("金桂苑8栋的电梯修好了没") == ("resolved", BLOCK_8.id)
+    assert got("金桂苑9栋装完了没") == ("none", [])
+
+
+def test_a_number_after_an_english_word_is_the_names_not_a_values():
+    assert got("Drum kit 2 is back from repair") == ("resolved", KIT_2.id)
+    assert got("Drum kit 3 has gone missing") == ("none", [])
+
+
+def test_a_numbered_qualifier_with_its_character_or_its_types_label_names():
+    assert "2号库" in name_parts("航材2号库")
+    assert got("2号库的温湿度记录呢") == ("resolved", STORE_2.id)
+    assert got("4号机位下午有人用吗") == ("ambiguous", [STAND_E4.id, STAND_W4.id])
+
+
+def test_english_function_words_name_nothing():
+    assert "the" not in name_parts("The Night Ferry")
+    assert got("Is the lighting plot ready?") == ("none", [])
