@@ -292,7 +292,6 @@ class PartIndex:
         ids = sorted(eid for eid, parts in scores.items() if sum(parts.values()) == top)
         return ids, sorted({p for eid in ids for p in scores[eid]})
 
-
     def _numbers_agree(self, scores: dict, spans: dict, numbers: list[tuple[int, int]]) -> dict:
         """The entities whose parts before each (end, number) carry that number. The words before a number are
         read as far back as any part found reaches ("锦绣花园18栋": what holds only 锦绣 must carry 18 too)."""
