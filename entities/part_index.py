@@ -162,15 +162,12 @@ class PartIndex:
         self._index = index
         self._by_type = by_type
         # The codes each entity's names and values carry ("x5" of 宝马X5): what a code glued to a part must be; and
-        # their numbers, as numbers ("02" is 2): what "Transit 2" must agree with.
+        # each name's or value's numbers, as numbers ("02" is 2): what "Transit 2" must agree with, by the name that
+        # holds the word ("Brass lantern 3" is not Brass lantern 1 stored in "Bay 3").
         keys = {ref.id: [normalize_key(sf) for sf in (*surfaces[ref.id],
                                                       *attribute_values((attributes or {}).get(ref.id) or {}))]
                 for ref in refs}
         self._codes = {eid: frozenset(code for key in ks for code in CODE.findall(key)) for eid, ks in keys.items()}
-        self._numbers = {eid: frozenset(int(n) for key in ks for n in re.findall(r"[0-9]+", key) if len(n) <= 6)
-                         for eid, ks in keys.items()}
-        # Per name or value, its numbers: the number after a word must be that name's ("Brass lantern 3" is not
-        # Brass lantern 1 stored in "Bay 3").
         self._key_numbers = {eid: tuple((key, frozenset(int(n) for n in re.findall(r"[0-9]+", key) if len(n) <= 6))
                                         for key in ks) for eid, ks in keys.items()}
         # What the registry's names say right after a number ("栋" of 锦绣花园12栋, "号"): a number glued after a word
@@ -245,7 +242,7 @@ class PartIndex:
         """The entities whose parts cover the most characters of `text` (at least one part that is not a
         bare qualifier), with the parts found."""
         scores: dict[int, dict[str, int]] = {}
-        spans: dict[int, list[tuple[int, int]]] = {}
+        spans: dict[int, list[tuple[int, int, str]]] = {}
         for start, end, part, ids in self._name_hits(text):
             if len(ids) > MAX_PART_ENTITIES:
                 continue  # a word shared by that many names tells none apart (type and category words do that)
@@ -254,10 +251,12 @@ class PartIndex:
                 spans.setdefault(eid, []).append((start, end, part))
         # A bare qualifier names nothing, unless a label of the entity's type follows it: "3号泊位" is every berth
         # numbered 3.
-        labels = [(start, self.type_words[word]) for start, _end, word, _ids in _hits(self._type_automaton, text)]
-        scores = {eid: parts for eid, parts in scores.items() if any(not is_qualifier(p) for p in parts)
-                  or any(e == start and eid in self._by_type.get(type_, ()) for _s, e, _p in spans[eid]
-                         for start, type_ in labels)}
+        bare = {eid for eid, parts in scores.items() if all(is_qualifier(p) for p in parts)}
+        if bare:  # the labels are looked up only then: most texts name something more than a number
+            labels = [(start, self.type_words[word]) for start, _end, word, _ids in _hits(self._type_automaton, text)]
+            bare -= {eid for eid in bare for _s, e, _p in spans[eid] for start, type_ in labels
+                     if e == start and eid in self._by_type.get(type_, ())}
+            scores = {eid: parts for eid, parts in scores.items() if eid not in bare}
         # "5号拖拉机" names one specific tractor: only an entity carrying that number answers, never a sibling.
         norm = normalize(text).text
         numbered = [(m.start(), m.end(), m.group()) for m in _NUMBER_IN_TEXT.finditer(norm)]
