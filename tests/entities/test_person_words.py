@@ -59,3 +59,15 @@ def test_a_pointer_before_an_alias_other_people_are_also_called_points_among_the
     assert run("赵爷爷的家属几点来？", recent=recent) == ("resolved", ELDER_C.id)  # bare: the registered alias
     assert run("那位赵爷爷今天精神怎么样", recent=recent) == ("resolved", ELDER_D.id)  # the one just discussed
     assert run("那位赵爷爷今天精神怎么样") == ("ambiguous", [ELDER_A.id, ELDER_C.id, ELDER_D.id])
+
+
+def test_a_form_two_people_share_means_the_one_this_conversation_discussed():
+    # "赵奶奶" is how 赵淑珍 and 赵明 may both be said (neither registered it): bare, both; after a turn about one
+    # of them, that one, as a listener takes it; after turns about both, both again.
+    assert got("赵奶奶的家属几点来？") == ("ambiguous", [ELDER_A.id, ELDER_C.id])
+    one = [MentionEvidence(ELDER_A.id, T0, 1)]
+    assert got("赵奶奶的家属几点来？", recent=one) == ("resolved", ELDER_A.id)
+    both = one + [MentionEvidence(ELDER_C.id, T0.replace(hour=2), 1)]
+    assert got("赵奶奶的家属几点来？", recent=both) == ("ambiguous", [ELDER_A.id, ELDER_C.id])
+    # Only the current conversation's window breaks the tie, not what was discussed in another one.
+    assert got("赵奶奶的家属几点来？", past=one) == ("ambiguous", [ELDER_A.id, ELDER_C.id])
