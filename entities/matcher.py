@@ -188,6 +188,14 @@ class EntityMatcher:
         key = normalize_key(word)
         return len(key) >= 2 and all(key[i:i + 2] in self._known for i in range(len(key) - 1))
 
+    def counted(self, text: str) -> list[tuple[frozenset[str], int]]:
+        """The numbers of `text` that count registered words, with those words ("7号泊位" → ({泊位}, 7))."""
+        return self._part_index().counted(text)
+
+    def carries_number(self, entity_id: int, words: Iterable[str], number: int) -> bool | None:
+        """Whether a name or value of the entity holding one of `words` carries `number`; None when none holds them."""
+        return self._part_index().carries(entity_id, words, number)
+
     def part_hits(self, text: str) -> list[tuple[int, str, tuple[int, ...]]]:
         """(start in the normalised text, part, entity ids) for each part of a name, alias or attribute value
         named in `text`."""

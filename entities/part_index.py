@@ -170,6 +170,7 @@ class PartIndex:
         self._codes = {eid: frozenset(code for key in ks for code in CODE.findall(key)) for eid, ks in keys.items()}
         self._key_numbers = {eid: tuple((key, frozenset(int(n) for n in re.findall(r"[0-9]+", key) if len(n) <= 6))
                                         for key in ks) for eid, ks in keys.items()}
+        self._name_keys = {ref.id: frozenset(normalize_key(sf) for sf in surfaces[ref.id]) for ref in refs}
         # What the registry's names say right after a number ("栋" of 锦绣花园12栋, "号"): a number glued after a word
         # and followed by one of these is a name's number; "10度" is a quantity.
         self._after_number = frozenset(m.group(1) for ref in refs for sf in surfaces[ref.id]
@@ -311,6 +312,72 @@ class PartIndex:
     def _numbered_by(self, eid: int, part: str, number: int) -> bool:
         """Whether a name or value of `eid` that holds `part` carries `number`."""
         return any(number in numbers for key, numbers in self._key_numbers.get(eid, ()) if part in key)
+
+    def counted(self, text: str) -> list[tuple[frozenset[str], int]]:
+        """The numbers of `text` that count registered words, with those words: "7号泊位" → ({泊位}, 7), "Brass lantern
+        3" → ({brass, lantern}, 3), "锦绣15栋" → ({锦绣}, 15). A mention read that way names one numbered thing."""
+        norm = normalize(text).text
+        words = [(start, end, word) for start, end, word, _ids in (*_hits(self._automaton, text),
+                                                                    *_hits(self._type_automaton, text))
+                 if not is_qualifier(word)]
+
+        def run(pos: int, back: bool) -> frozenset[str]:
+            found: set[str] = set()
+            while True:  # the words running on into each other (or one space apart) from `pos`, backwards or on
+                if back:
+                    near = [(s, e, w) for s, e, w in words if e == pos or (e == pos - 1 and norm[e] == " ")]
+                else:
+                    near = [(s, e, w) for s, e, w in words if s == pos or (s == pos + 1 and norm[pos] == " ")]
+                if not near or len(found) > 8:
+                    return frozenset(found)
+                found.update(w for _s, _e, w in near)
+                pos = min(s for s, _e, _w in near) if back else max(e for _s, e, _w in near)
+
+        out = [(run(m.start(), True), int(m.group())) for m in _NUMBER_AFTER_WORD.finditer(norm)]
+        # "西坪6号机位": a number glued after a word and before 号 counts the words on both sides.
+        out += [(run(m.start(), True) | (run(m.end() + 1, False) if norm[m.end():m.end() + 1] == "号" else frozenset()),
+                 int(m.group())) for m in _NUMBER_AFTER_CJK.finditer(norm)
+                if not CJK.match(norm[m.end():m.end() + 1]) or norm[m.end()] in self._after_number]
+        out += [(run(m.end(), False), number) for m in _NUMBER_IN_TEXT.finditer(norm)
+                if (number := _counted_number(m.group()[:-1])) is not None]
+        return [(ws, n) for ws, n in out if ws]
+
+    def carries(self, eid: int, words: Iterable[str], number: int) -> bool | None:
+        """Whether a name or value of `eid` holding one of `words` carries `number` (in digits or Chinese numerals);
+        None when none holds them (the number counts something else)."""
+        own = self._key_numbers.get(eid, ())
+        keys = [(key, numbers) for key, numbers in own if any(w in key for w in words)]
+        if not keys:
+            return None
+        spelt = _chinese_numeral(number)
+
+        def carry(pairs) -> bool:
+            return any(number in numbers or (spelt and spelt in key) for key, numbers in pairs)
+
+        if carry(keys):  # "Debian 12", "Hall 1": the value's own number
+            return True
+        names = self._name_keys.get(eid, frozenset())
+        if not any(key in names for key, _n in keys):  # "西坪6号": the 6 of what stands there
+            return carry((key, numbers) for key, numbers in own if key in names)
+        return False
+
+_ZH_DIGITS = "零一二三四五六七八九"
+
+
+def _chinese_numeral(n: int) -> str:
+    """1..99 in Chinese numerals ("七", "十二", "二十"); "" beyond."""
+    if not 0 < n < 100:
+        return ""
+    tens, units = divmod(n, 10)
+    return (("" if tens == 1 else _ZH_DIGITS[tens]) + "十" if tens else "") + (_ZH_DIGITS[units] if units else "")
+
+
+def _counted_number(s: str) -> int | None:
+    """The number before a 号: digits, or Chinese numerals up to 99."""
+    if s.isdigit():
+        return int(s)
+    s = s.replace("两", "二").replace("〇", "零")
+    return next((n for n in range(1, 100) if _chinese_numeral(n) == s), None)
 
 
 class AttributeIndex:

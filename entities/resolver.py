@@ -73,6 +73,16 @@ def resolve(
             kept, words = checked
             resolution = decide(kept, resolution.evidence + [{"rule": "modifiers", "words": words, "entity_ids": kept}],
                                 max_candidates)
+    # "西码头7号泊位", "Brass lantern 3": a number counting the words the candidates carry names one numbered thing;
+    # a candidate whose names hold those words with another number is a sibling, never the answer.
+    if resolution.status != "none" and not resolution.truncated and hasattr(matcher, "counted") \
+            and not any(step.get("rule") in _NAMED_RULES for step in resolution.evidence) \
+            and (counted := matcher.counted(text)):
+        ids = resolution.candidates or [resolution.entity_id]
+        kept = [i for i in ids if all(matcher.carries_number(i, words, n) is not False for words, n in counted)]
+        if len(kept) < len(ids):
+            resolution = decide(kept, resolution.evidence + [{"rule": "numbers", "numbers": [n for _w, n in counted],
+                                                              "entity_ids": kept}], max_candidates)
     # Look-alikes that a word of the text tells apart through their relations ("201的液相色谱仪": the one in the
     # lab "201" names; entities/qualifiers.py).
     if resolution.status == "ambiguous" and not resolution.truncated and hasattr(matcher, "part_hits") \

@@ -26,7 +26,8 @@ SHOW = EntityRef(13, "production", "P-1", "The Night Ferry")
 SCHOOL = EntityRef(14, "school", "SC-1", "启明星航校")
 REGISTRY = {r.id: r for r in (PLANE_1, PLANE_2, STAND_E4, STAND_W4, STAND_W6, ORDER_A, ORDER_B, BLOCK_6, BLOCK_8,
                               STORE_2, KIT_1, KIT_2, SHOW, SCHOOL)}
-ATTRIBUTES = {KIT_1.id: {"store": "Shelf 3"}, KIT_2.id: {"store": "Shelf 1"}}
+ATTRIBUTES = {KIT_1.id: {"store": "Shelf 3", "finish": "walnut"}, KIT_2.id: {"store": "Shelf 1", "finish": "walnut"},
+              STAND_W4.id: {"apron": "西坪"}, STAND_W6.id: {"apron": "西坪"}}
 
 
 def got(text):
@@ -59,3 +60,13 @@ def test_a_numbered_qualifier_with_its_character_or_its_types_label_names():
 def test_english_function_words_name_nothing():
     assert "the" not in name_parts("The Night Ferry")
     assert got("Is the lighting plot ready?") == ("none", [])
+
+
+def test_a_number_counting_the_words_of_values_found_names_one_numbered_thing():
+    # Found by a value they share, the stands and kits are still counted by the words of their names: another
+    # number names a sibling that is not registered, not any of them.
+    assert got("西坪的机位下午有人用吗") == ("ambiguous", [STAND_W4.id, STAND_W6.id])
+    assert got("西坪6号机位下午有人用吗") == ("resolved", STAND_W6.id)
+    assert got("西坪5号机位下午有人用吗") == ("none", [])
+    assert got("The walnut kit 2 is back") == ("resolved", KIT_2.id)
+    assert got("The walnut kit 5 is back") == ("none", [])
