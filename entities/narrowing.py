@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from entities.name_parts import rare_word
-from entities.surface import normalize
+from entities.surface import normalize, normalize_key
 
 _CODE_CHARS = frozenset("0123456789")
 _CJK = re.compile("[\u3400-\u9fff]")
@@ -73,6 +73,36 @@ def _possesses_other(text: str, part: str, matcher) -> bool:
     return False
 
 
+def _possessed(text: str, ids: Sequence[int], found: Sequence[str], matcher,
+               visible: Callable[[Sequence[int]], list[int]]) -> tuple[list[int], list[str]] | None:
+    """"李先生家的电池": among the best-scoring entities, those named by words before a "的" possess the thing a part
+    after it names; the head after the 的 is the thing meant: the head's entities related to the possessor's (visible
+    ones only). None when the text is not read that way or no head entity is related."""
+    if not hasattr(matcher, "part_hits") or not hasattr(matcher, "neighbours"):
+        return None
+    norm = normalize(text).text
+    hits = [(start, start + len(part), part, set(held)) for start, part, held in matcher.part_hits(text)]
+    best = set(ids)
+    for de in (i for i, ch in enumerate(norm) if ch == "的"):
+        owners = {i for _s, end, _p, held in hits if end <= de for i in held & best}
+        # The head names a thing as its name ends ("储能电池"), not an aspect of the possessor a record is about
+        # ("格力空调的清洗", "DX-0088 的球管" where a work order's name holds 清洗 or 球管 in the middle).
+        heads = [(part, held) for start, _e, part, held in hits
+                 if start > de and len(held) <= MAX_BRIDGE_ENTITIES and not owners & held
+                 and all(_ends_with(matcher.get(i), part) for i in held)]
+        if not owners or not heads:
+            continue
+        held = sorted({i for _p, h in heads for i in h})
+        related = [i for i in visible(held) if related_to(i, owners, matcher, visible)]
+        if related:
+            return related, [*found, *(p for p, _h in heads if p not in found)]
+    return None
+
+
+def _ends_with(ref, part: str) -> bool:
+    return ref is not None and any(normalize_key(n).endswith(part) for n in (ref.name, *ref.aliases))
+
+
 def by_attributes_and_parts(text: str, *, matcher, visible: Callable[[Sequence[int]], list[int]],
                             visible_prefix: Callable[[Sequence[int], int | None], list[int]], limit: int | None,
                             pointed: bool, skeleton_ids: Sequence[int], require_values: bool = False) -> Narrowed | None:
@@ -100,6 +130,8 @@ def by_attributes_and_parts(text: str, *, matcher, visible: Callable[[Sequence[i
         if ids and (pointed or sum(len(p) for p in found_parts) >= 3 or values
                     or any(hasattr(matcher, "is_name_part") and matcher.is_name_part(p) and rare_word(p)
                            and _whole_word(text, p) and not _possesses_other(text, p, matcher) for p in found_parts)):
+            if (headed := _possessed(text, ids, found_parts, matcher, visible)) is not None:
+                ids, found_parts = headed
             sets.append(("parts", tuple(ids)))
             parts = found_parts
     if not sets:
