@@ -97,13 +97,19 @@ def with_unrelated(rows: list[dict]) -> list[dict]:
     return out
 
 
-def features(rows: list[dict], encoder=None) -> tuple[np.ndarray, np.ndarray]:
+def features(rows: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs' features, their texts encoded once and kept on disk (memory/learn/encode.py's cache)."""
     from memory.embeddings import get_embedder
-    from memory.learn.pair_features import PairEncoder, PairInput, pair_matrix
+    from memory.learn.encode import cached
+    from memory.learn.pair_features import PairEncoder, PairInput, pair_matrix, pair_texts
 
-    encoder = encoder or PairEncoder(get_embedder(ENCODER), cache_size=1 << 16)
     pairs = [PairInput(r["older"]["content"], r["newer"]["content"], r["older"]["kind"], r["newer"]["kind"])
              for r in rows]
+    texts = pair_texts(pairs)
+    embedder = get_embedder(ENCODER)
+    encoder = PairEncoder(embedder, cache_size=len(texts) + 1)
+    for text, vector in zip(texts, cached(ENCODER, texts, embedder.encode)):
+        encoder.seed(text, vector)
     return pair_matrix(encoder, pairs)
 
 

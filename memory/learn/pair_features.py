@@ -29,7 +29,7 @@ from cachetools import LRUCache
 
 from common.text import cjk_ratio, tokenize
 
-__all__ = ["BLOCK_WIDTHS", "PairInput", "PairEncoder", "mask_values", "numbers", "pair_matrix", "scalar_names"]
+__all__ = ["BLOCK_WIDTHS", "PairInput", "PairEncoder", "mask_values", "numbers", "pair_matrix", "pair_texts", "scalar_names"]
 
 KINDS_OLDER = ("fact", "preference", "event")
 KINDS_NEWER = ("fact", "preference", "event", "task")
@@ -175,13 +175,22 @@ def _scalars(p: PairInput, cos_raw: list[float], cos_masked: list[float], cos_cr
 BLOCK_WIDTHS = (4, 2)
 
 
+def _texts(pairs: list[PairInput]) -> tuple[dict[str, str], list[str]]:
+    masked = {t: mask_values(t) for p in pairs for t in (p.older, p.newer)}
+    return masked, list(dict.fromkeys([t for p in pairs for t in (p.older, p.newer)] + list(masked.values())))
+
+
+def pair_texts(pairs: list[PairInput]) -> list[str]:
+    """Every text `pair_matrix` encodes for these pairs, once each (training encodes them ahead, cached)."""
+    return _texts(pairs)[1]
+
+
 def pair_matrix(encoder: PairEncoder, pairs: list[PairInput]) -> tuple[np.ndarray, np.ndarray]:
     """(scalar features, vector features) of every pair; the vector features are BLOCK_WIDTHS × the
     first model's width."""
     if not pairs:
         return np.zeros((0, len(scalar_names()))), np.zeros((0, sum(BLOCK_WIDTHS) * encoder.split[0]))
-    masked = {t: mask_values(t) for p in pairs for t in (p.older, p.newer)}
-    texts = list(dict.fromkeys([t for p in pairs for t in (p.older, p.newer)] + list(masked.values())))
+    masked, texts = _texts(pairs)
     index = {t: i for i, t in enumerate(texts)}
     parts = encoder.parts(encoder.vectors(texts))
     scalars, vectors = [], []
