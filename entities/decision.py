@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from entities.typewords import DEMONSTRATIVES, Cue
 from entities.windows import Gate, MentionEvidence, latest_turn, mention_step
 
-__all__ = ["Mentions", "Resolution", "decide", "narrowed_decision"]
+__all__ = ["Mentions", "Resolution", "decide", "narrowed_decision", "recent_tie"]
 
 
 @dataclass
@@ -52,3 +52,20 @@ def narrowed_decision(ids: list[int], evidence: list[dict], cues: list[Cue], win
             if latest_ids and latest is not None:
                 return decide(latest_ids, evidence + [mention_step(rule, cue, latest_ids, latest)], limit)
     return decide(ids, evidence, limit)
+
+
+def recent_tie(ids: list[int], evidence: list[dict], recent: Mentions, gate: Gate,
+               max_candidates: int | None) -> Resolution:
+    """Several entities fit the mention ("张师傅" of two technicians Zhang, "the confocal" of two microscopes): when this
+    conversation's recent window discussed only one of them, that one is meant, as a listener would take it; with
+    none or several of them discussed, all of them."""
+    among = set(ids)
+    mentions = recent() if callable(recent) else recent
+    latest_ids, latest = latest_turn(mentions, gate, lambda eid: eid in among)
+    if not latest_ids or latest is None or len(latest_ids) == len(ids) \
+            or latest_turn(mentions, gate, lambda eid: eid in among and eid not in latest_ids)[0]:
+        return decide(ids, evidence, max_candidates)
+    step = {"rule": "recent_tie", "entity_ids": latest_ids, "at": latest.at.isoformat()}
+    if latest.conversation_id is not None:
+        step["conversation_id"] = latest.conversation_id
+    return decide(latest_ids, evidence + [step], max_candidates)

@@ -82,8 +82,6 @@ def resolve_by_rules(text: str, *, matcher: EntityMatcher, entities: Mapping[int
             if shared:
                 return narrowed_decision(shared, evidence + [{"rule": "person_forms", "entity_ids": shared}], cues,
                                          windows, gate, max_candidates)
-            if len(ids) > 1 and len(steps) == 1:
-                return _recent_tie(ids, evidence, recent, gate, max_candidates)
             return decide(ids, evidence, max_candidates)
         if constraint.types:
             anchor_steps, anchors = _explicit(matches, hows, lambda eid: True)
@@ -280,23 +278,6 @@ def _pointed_neighbours(text: str, matches: Sequence[Match], ids: list[int], cue
         if followed is not None:
             return followed
     return None
-
-
-def _recent_tie(ids: list[int], evidence: list[dict], recent: Mentions, gate: Gate,
-                max_candidates: int | None) -> Resolution:
-    """One surface said of several entities ("张师傅" of two technicians Zhang): when this conversation's recent
-    window discussed only one of them, that one is meant, as a listener would take it; with none or several of them
-    discussed, all of them."""
-    among = set(ids)
-    mentions = recent() if callable(recent) else recent
-    latest_ids, latest = latest_turn(mentions, gate, lambda eid: eid in among)
-    if not latest_ids or latest is None or len(latest_ids) == len(ids) \
-            or latest_turn(mentions, gate, lambda eid: eid in among and eid not in latest_ids)[0]:
-        return decide(ids, evidence, max_candidates)
-    step = {"rule": "recent_tie", "entity_ids": latest_ids, "at": latest.at.isoformat()}
-    if latest.conversation_id is not None:
-        step["conversation_id"] = latest.conversation_id
-    return decide(latest_ids, evidence + [step], max_candidates)
 
 
 def _explicit(

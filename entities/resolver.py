@@ -23,9 +23,10 @@ can be thousands) in id order until the cap is filled.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Mapping
 
-from entities.decision import Mentions, Resolution, decide
+from entities.decision import Mentions, Resolution, decide, recent_tie
 from entities.matcher import EntityMatcher, EntityRef, normalize_key
 from entities.modifiers import unsupported
 from entities.narrowing import related_to
@@ -106,10 +107,16 @@ def resolve(
         if owned and len(owned) < len(resolution.candidates) and latest is not None:
             return decide(owned, resolution.evidence + [mention_step("coreference", possessive, owners, latest),
                                                         {"rule": "owned_by", "entity_ids": owned}], max_candidates)
+    if resolution.status == "ambiguous" and not resolution.truncated and not _ALL_OF_THEM.search(text):
+        return recent_tie(resolution.candidates, resolution.evidence, recent, gate, max_candidates)
     return resolution
 
 
 _POSSESSIVES = frozenset({"它的", "她的", "他的", "its", "her"})
+# Words that ask about every one of the matches ("一共几张", "分别", "how many"): a closed class; the one just discussed
+# does not break that tie.
+_ALL_OF_THEM = re.compile(r"一共|总共|分别|所有|全部|哪几|几[张台个辆位只家条间]|\b(?:all|each|every|both|how many)\b",
+                          re.IGNORECASE)
 
 # Steps that read a registered name or id whole (its own words are its own), or a pointer into the window.
 _NAMED_RULES = frozenset({"explicit_id", "name_alias", "foreign_modifier", "coreference", "long_term"})
