@@ -39,7 +39,11 @@ run: migrate
 	# The worker's heartbeat file in memory: gunicorn touches it on every pass of its loop.
 	$(VENV)/bin/gunicorn config.wsgi -b $(HOST):$(PORT) -w 1 --threads 8 --timeout 120 $(if $(wildcard /dev/shm),--worker-tmp-dir /dev/shm)
 
-test: test-embedded test-service
+# The two profiles run side by side: they share no port, file or database (tests/conftest.py gives each run its
+# own var/, the service profile's database is named per run, fault tests start their own backends on spare ports).
+# -O prints each profile's output whole when it ends; either failing fails the run.
+test:
+	$(MAKE) --no-print-directory -j2 -O test-embedded test-service
 
 # Lint and import order first (ruff, configured in pyproject.toml): a failing lint fails the run.
 lint: install
