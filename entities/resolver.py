@@ -87,8 +87,8 @@ def resolve(
     # Look-alikes that a word of the text tells apart through their relations ("201的液相色谱仪": the one in the
     # lab "201" names; entities/qualifiers.py).
     if resolution.status == "ambiguous" and not resolution.truncated and hasattr(matcher, "part_hits") \
-            and (narrowed := by_related_words(text, resolution.candidates, matcher=matcher,
-                                              visible=gate.visible_list)) is not None:
+            and (narrowed := by_related_words(text, resolution.candidates, matcher=matcher, visible=gate.visible_list,
+                                              read=_read_words(resolution.evidence))) is not None:
         kept, words = narrowed
         return decide(kept, resolution.evidence + [{"rule": "related_words", "words": words, "entity_ids": kept}],
                       max_candidates)
@@ -120,6 +120,17 @@ _ALL_OF_THEM = re.compile(r"一共|总共|分别|所有|全部|哪几|几[张台
 
 # Steps that read a registered name or id whole (its own words are its own), or a pointer into the window.
 _NAMED_RULES = frozenset({"explicit_id", "name_alias", "foreign_modifier", "coreference", "long_term"})
+
+
+def _read_words(evidence: list[dict]) -> set[str]:
+    """The words the steps so far read: surfaces matched whole, partial names, parts, values, words."""
+    out: set[str] = set()
+    for step in evidence:
+        if isinstance(step.get("surface"), str):
+            out.add(normalize_key(step["surface"]))
+        for key in ("surfaces", "parts", "values", "words"):
+            out.update(normalize_key(w) for w in step.get(key, ()) if isinstance(w, str))
+    return out
 
 
 def _headed_by(candidates: list[int], evidence: list[dict], entities: Mapping[int, EntityRef]) -> list[int]:
