@@ -107,6 +107,11 @@ def resolve(
         if owned and len(owned) < len(resolution.candidates) and latest is not None:
             return decide(owned, resolution.evidence + [mention_step("coreference", possessive, owners, latest),
                                                         {"rule": "owned_by", "entity_ids": owned}], max_candidates)
+    # "Hawthorn's fire alarm": the building named Hawthorn Building, not the rooms whose `building` value names it.
+    if resolution.status == "ambiguous" and not resolution.truncated \
+            and (named := _named_not_referenced(resolution.candidates, _read_words(resolution.evidence), matcher)):
+        resolution = decide(named, resolution.evidence + [{"rule": "named_not_referenced", "entity_ids": named}],
+                            max_candidates)
     if resolution.status == "ambiguous" and not resolution.truncated and not _ALL_OF_THEM.search(text):
         return recent_tie(resolution.candidates, resolution.evidence, recent, gate, max_candidates)
     return resolution
@@ -120,6 +125,29 @@ _ALL_OF_THEM = re.compile(r"一共|总共|分别|所有|全部|哪几|几[张台
 
 # Steps that read a registered name or id whole (its own words are its own), or a pointer into the window.
 _NAMED_RULES = frozenset({"explicit_id", "name_alias", "foreign_modifier", "coreference", "long_term"})
+
+
+def _named_not_referenced(candidates: list[int], words: set[str], matcher) -> list[int]:
+    """The candidates whose own name or alias holds a word they were found by, when every other candidate holds it only
+    in values that hold one of those names (a reference to that entity, as "building: Hawthorn Building" and "role:
+    静安店店长" are); [] when the text is not read that way."""
+    words = {w for w in words if w}
+    if not words or not hasattr(matcher, "get"):
+        return []
+    attributes = getattr(matcher, "attributes", {}) or {}
+    names = {i: {normalize_key(s) for s in (ref.name, *ref.aliases)} for i in candidates if (ref := matcher.get(i))}
+    named = [i for i in candidates if any(w in n for n in names.get(i, ()) for w in words)]
+    if not named or len(named) == len(candidates):
+        return []
+    their_names = set().union(*(names[i] for i in named))
+    for i in candidates:
+        if i in named:
+            continue
+        values = [normalize_key(v) for v in (attributes.get(i) or {}).values() if isinstance(v, str)]
+        holding = [v for v in values if any(w in v for w in words)]
+        if not holding or not all(any(n in v for n in their_names if len(n) >= 2) for v in holding):
+            return []
+    return named
 
 
 def _read_words(evidence: list[dict]) -> set[str]:
