@@ -258,6 +258,10 @@ class PartIndex:
             bare -= {eid for eid in bare for _s, e, _p in spans[eid] for start, type_ in labels
                      if e == start and eid in self._by_type.get(type_, ())}
             scores = {eid: parts for eid, parts in scores.items() if eid not in bare}
+        # What the text names most fully before its numbers are read: when numbers rule all of those out ("Wet Lab 3"
+        # where Wet Lab 1 and 2 are registered), the text names an unregistered sibling, not what a lesser word of
+        # it names ("open", a ticket's status).
+        fullest = max((sum(p.values()) for p in scores.values()), default=0)
         # "5号拖拉机" names one specific tractor: only an entity carrying that number answers, never a sibling.
         norm = normalize(text).text
         numbered = [(m.start(), m.end(), m.group()) for m in _NUMBER_IN_TEXT.finditer(norm)]
@@ -289,6 +293,8 @@ class PartIndex:
         if not scores:
             return [], []
         top = max(sum(p.values()) for p in scores.values())
+        if top < fullest and (numbers or counted or glued_numbers or glued):
+            return [], []
         ids = sorted(eid for eid, parts in scores.items() if sum(parts.values()) == top)
         return ids, sorted({p for eid in ids for p in scores[eid]})
 

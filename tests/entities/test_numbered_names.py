@@ -70,3 +70,14 @@ def test_a_number_counting_the_words_of_values_found_names_one_numbered_thing():
     assert got("西坪5号机位下午有人用吗") == ("none", [])
     assert got("The walnut kit 2 is back") == ("resolved", KIT_2.id)
     assert got("The walnut kit 5 is back") == ("none", [])
+
+
+def test_a_number_ruling_out_the_fullest_match_names_an_unregistered_sibling():
+    # "Wet Lab 3" names most fully the wet labs, which its number rules out; "open", a ticket's status, is a lesser
+    # word of the text and does not stand in for them.
+    rooms = [EntityRef(1, "room", "R-1", "Wet Lab 1"), EntityRef(2, "room", "R-2", "Wet Lab 2"),
+             EntityRef(3, "room", "R-3", "Microscopy Room"), EntityRef(4, "ticket", "TK-1", "Ticket 77")]
+    registry = {r.id: r for r in rooms}
+    matcher = build_matcher(registry.values(), {4: {"status": "open"}}, ())
+    assert resolve("Is Wet Lab 2 open over the weekend?", matcher=matcher, entities=registry).entity_id == 2
+    assert resolve("Is Wet Lab 3 open over the weekend?", matcher=matcher, entities=registry).status == "none"
