@@ -192,6 +192,10 @@ class EntityMatcher:
         """The numbers of `text` that count registered words, with those words ("7号泊位" → ({泊位}, 7))."""
         return self._part_index().counted(text)
 
+    def numbered(self, number: int) -> frozenset[int]:
+        """The entities a name or alias of which carries `number`."""
+        return self._part_index().numbered(number)
+
     def carries_number(self, entity_id: int, words: Iterable[str], number: int) -> bool | None:
         """Whether a name or value of the entity holding one of `words` carries `number`; None when none holds them."""
         return self._part_index().carries(entity_id, words, number)

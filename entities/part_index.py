@@ -171,6 +171,12 @@ class PartIndex:
         self._key_numbers = {eid: tuple((key, frozenset(int(n) for n in re.findall(r"[0-9]+", key) if len(n) <= 6))
                                         for key in ks) for eid, ks in keys.items()}
         self._name_keys = {ref.id: frozenset(normalize_key(sf) for sf in surfaces[ref.id]) for ref in refs}
+        self._by_number: dict[int, set[int]] = {}
+        for ref in refs:
+            for sf in surfaces[ref.id]:
+                for n in re.findall(r"[0-9]+", normalize_key(sf)):
+                    if len(n) <= 6:
+                        self._by_number.setdefault(int(n), set()).add(ref.id)
         # What the registry's names say right after a number ("栋" of 锦绣花园12栋, "号"): a number glued after a word
         # and followed by one of these is a name's number; "10度" is a quantity.
         self._after_number = frozenset(m.group(1) for ref in refs for sf in surfaces[ref.id]
@@ -347,6 +353,10 @@ class PartIndex:
         out += [(run(m.end(), False), number) for m in _NUMBER_IN_TEXT.finditer(norm)
                 if (number := _counted_number(m.group()[:-1])) is not None]
         return [(ws, n) for ws, n in out if ws]
+
+    def numbered(self, number: int) -> frozenset[int]:
+        """The entities a name or alias of which carries `number` ("报修单0088" carries 88)."""
+        return frozenset(self._by_number.get(number, ()))
 
     def carries(self, eid: int, words: Iterable[str], number: int) -> bool | None:
         """Whether a name or value of `eid` holding one of `words` carries `number` (in digits or Chinese numerals);

@@ -239,6 +239,11 @@ def resolve_by_rules(text: str, *, matcher: EntityMatcher, entities: Mapping[int
     # (g): parts of names no earlier rule read ("那台喷雾机" for 3号喷杆喷雾机, "5号拖拉机" for 5号轮式拖拉机).
     if part_ids and (resolution := narrow(require_values=False)) is not None:
         return resolution
+    # (h): "88号报修" for 报修单0088, a number the name carries with leading zeros: read last, the words a number counts
+    # name the entities that hold them and carry it.
+    if numbered := _numbered_by_words(text, matcher, entities):
+        ids = gate.visible_list(numbered)
+        return decide(ids, evidence + [{"rule": "numbered_words", "entity_ids": ids}], max_candidates)
     return Resolution(status="none", evidence=evidence)
 
 
@@ -278,6 +283,22 @@ def _pointed_neighbours(text: str, matches: Sequence[Match], ids: list[int], cue
         if followed is not None:
             return followed
     return None
+
+
+def _numbered_by_words(text: str, matcher, entities: Mapping[int, EntityRef]) -> list[int]:
+    """The entities holding words a number of the text counts, whose names carry that number ("88号报修" → 报修单0088)."""
+    if not hasattr(matcher, "counted"):
+        return []
+    out: list[int] = []
+    counted = matcher.counted(text)
+    for words, number in counted:
+        # A word with a number of its own ("9号楼" of "9号楼1号客梯", however the number was read) must be the entity's
+        # too, not only its count.
+        numbered_words = {w for ws, n in counted if n == number for w in ws if any(ch.isdigit() for ch in w)}
+        out += [i for i in sorted(matcher.numbered(number))
+                if i in entities and i not in out and matcher.carries_number(i, words, number)
+                and all(matcher.carries_number(i, {w}, number) is not None for w in numbered_words)]
+    return out
 
 
 def _explicit(

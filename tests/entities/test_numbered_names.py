@@ -81,3 +81,10 @@ def test_a_number_ruling_out_the_fullest_match_names_an_unregistered_sibling():
     matcher = build_matcher(registry.values(), {4: {"status": "open"}}, ())
     assert resolve("Is Wet Lab 2 open over the weekend?", matcher=matcher, entities=registry).entity_id == 2
     assert resolve("Is Wet Lab 3 open over the weekend?", matcher=matcher, entities=registry).status == "none"
+
+
+def test_a_number_with_words_of_a_name_names_what_carries_it_with_its_zeros():
+    # "231号工单" is 工单0231 (the registry writes the number with its zeros); "233号工单" none.
+    assert got("231号工单今天能完吗") == ("resolved", ORDER_A.id)
+    assert got("233号工单今天能完吗") == ("none", [])
+    assert got("航材2号库的温湿度记录呢") == ("resolved", STORE_2.id)
