@@ -7,6 +7,7 @@ visibility.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 
 from entities.decision import Mentions, Resolution, decide, narrowed_decision
@@ -14,13 +15,15 @@ from entities.matcher import EntityMatcher, EntityRef, Match, normalize_key
 from entities.modifiers import foreign_modifiers
 from entities.narrowing import by_attributes_and_parts, follow_relations, via_anchor
 from entities.nearmiss import unknown_description
+from entities.surface import normalize
 from entities.type_constraint import TypeConstraint, covered, type_evidence
 from entities.typewords import DEMONSTRATIVES, Cue, known_word, lexicon_word
 from entities.windows import Gate, latest_turn, mention_step, turn_focus
 
 __all__ = ["resolve_by_rules"]
 
-MAX_ANCHORS = 20  # entities a relation path starts from at most
+MAX_ANCHORS = 20
+_NUMBERED_QUALIFIER = re.compile(r"(?<![0-9])([0-9]+)号")  # entities a relation path starts from at most
 
 
 def resolve_by_rules(text: str, *, matcher: EntityMatcher, entities: Mapping[int, EntityRef], recent: Mentions,
@@ -291,13 +294,19 @@ def _numbered_by_words(text: str, matcher, entities: Mapping[int, EntityRef]) ->
         return []
     out: list[int] = []
     counted = matcher.counted(text)
+    # Every numbered qualifier of the text ("9号楼1号客梯": 9 and 1) must be a number of the entity's names: read last,
+    # the rule answers only when the whole numbered phrase is the entity's.
+    qualifiers = {int(n) for n in _NUMBERED_QUALIFIER.findall(normalize(text).text) if len(n) <= 6}
+    if counted and not all(matcher.numbered(n) for n in qualifiers):
+        return []
     for words, number in counted:
         # A word with a number of its own ("9号楼" of "9号楼1号客梯", however the number was read) must be the entity's
         # too, not only its count.
         numbered_words = {w for ws, n in counted if n == number for w in ws if any(ch.isdigit() for ch in w)}
         out += [i for i in sorted(matcher.numbered(number))
                 if i in entities and i not in out and matcher.carries_number(i, words, number)
-                and all(matcher.carries_number(i, {w}, number) is not None for w in numbered_words)]
+                and all(matcher.carries_number(i, {w}, number) is not None for w in numbered_words)
+                and all(i in matcher.numbered(n) for n in qualifiers)]
     return out
 
 
