@@ -12,7 +12,7 @@ from common.text import EN_STOPWORDS
 from entities.partial import skeleton
 from entities.surface import normalize_key
 
-__all__ = ["CJK", "CODE", "abbreviations", "is_qualifier", "name_parts", "rare_word"]
+__all__ = ["CJK", "CODE", "abbreviations", "initialism", "is_qualifier", "name_parts", "rare_word"]
 
 MIN_PART_CHARS = 2  # one character ("车", "店") names a kind at most, never an entity
 MIN_LATIN_PART_CHARS = 3
@@ -72,6 +72,16 @@ def name_parts(surface: str) -> frozenset[str]:
             # "the" of The Winter's Tale is in every English sentence: a function word names nothing.
             parts.add(word)
     return frozenset(parts)
+
+
+def initialism(surface: str) -> str | None:
+    """An English name of several words and a number said by its initials with the number ("FC1" for Flow Cytometer
+    1, "WL2" for Wet Lab 2), as staff write it on the instrument; None for other names."""
+    latin = re.fullmatch(r"((?:[a-z][a-z'-]* ){2,4})([0-9]{1,3})", normalize_key(surface))
+    if not latin:
+        return None
+    initials = "".join(w[0] for w in latin.group(1).split() if w not in EN_STOPWORDS)
+    return initials + latin.group(2) if len(initials) >= 2 else None
 
 
 RARE_WORD_FREQ = 200  # jieba's dictionary counts over ~60M words: below this a word is a name, not everyday speech

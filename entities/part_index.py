@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 
 import ahocorasick
 
-from entities.name_parts import CJK, CODE, abbreviations, is_qualifier, name_parts
+from entities.name_parts import CJK, CODE, abbreviations, initialism, is_qualifier, name_parts
 from entities.partial import skeleton, type_words
 from entities.person_forms import given_name, person_forms
 from entities.surface import EntityRef, inside_token, normalize, normalize_key
@@ -139,7 +139,7 @@ class PartIndex:
             if "person" in kinds_of_type(ref.type):
                 continue
             for surface in surfaces[ref.id]:
-                for form in abbreviations(surface):
+                for form in abbreviations(surface) | ({initials} if (initials := initialism(surface)) else set()):
                     if form not in self.type_words and form not in index:
                         abbreviated.setdefault(form, set()).add(ref.id)
         # ... and a person by the given name ("子豪" of 李子豪), read as a whole word too ("国庆" of 张国庆 is not in "国庆节").

@@ -88,3 +88,13 @@ def test_a_number_with_words_of_a_name_names_what_carries_it_with_its_zeros():
     assert got("231号工单今天能完吗") == ("resolved", ORDER_A.id)
     assert got("233号工单今天能完吗") == ("none", [])
     assert got("航材2号库的温湿度记录呢") == ("resolved", STORE_2.id)
+
+
+def test_an_english_name_of_words_and_a_number_is_said_by_its_initials():
+    rooms = [EntityRef(1, "room", "R-1", "Wet Lab 1"), EntityRef(2, "room", "R-2", "Wet Lab 2"),
+             EntityRef(3, "instrument", "I-1", "Flow Cytometer 1")]
+    registry = {r.id: r for r in rooms}
+    matcher = build_matcher(registry.values(), {3: {"room": "Wet Lab 1"}}, ())
+    assert resolve("FC1 is throwing a fluidics error", matcher=matcher, entities=registry).entity_id == 3
+    assert resolve("Is WL2 free tonight?", matcher=matcher, entities=registry).entity_id == 2
+    assert resolve("Is WL3 free tonight?", matcher=matcher, entities=registry).status == "none"
