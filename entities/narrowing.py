@@ -35,10 +35,10 @@ def _code_like(value: str) -> bool:
 
 
 def _topic(text: str, value: str) -> bool:
-    """The value opens the sentence as a possessor ("柯基的疫苗打了吗", "联影的工程师电话"): it names what carries it,
-    as it would beside a pointer."""
+    """The value opens the sentence as a possessor ("柯基的疫苗打了吗", "联影的工程师电话", "王雪家的猫"): it names what
+    carries it, as it would beside a pointer."""
     norm = normalize(text).text.lstrip()
-    return norm.startswith(value + "的")
+    return norm.startswith((value + "的", value + "家的"))  # "王雪家的猫": her household's
 
 
 def _whole_word(text: str, part: str) -> bool:

@@ -34,3 +34,12 @@ def test_without_a_head_the_possessor_is_meant():
 
 def test_an_aspect_a_record_holds_in_its_name_is_not_a_head():
     assert got("格力空调的清洗多少钱一次？") == ("resolved", AIRCON.id)
+
+
+def test_a_value_opening_the_sentence_with_its_household_names_what_carries_it():
+    cats = {10: EntityRef(10, "patient", "PT-1", "豆豆"), 11: EntityRef(11, "patient", "PT-2", "团子"),
+            12: EntityRef(12, "patient", "PT-3", "旺财")}
+    owners = {10: {"owner": "王雪", "species": "猫"}, 11: {"owner": "王雪", "species": "猫"},
+              12: {"owner": "李强", "species": "狗"}}
+    res = resolve("王雪家的猫是不是该打疫苗了", matcher=build_matcher(cats.values(), owners, ()), entities=cats)
+    assert (res.status, sorted(res.candidates)) == ("ambiguous", [10, 11])
