@@ -65,7 +65,4 @@ def recent_tie(ids: list[int], evidence: list[dict], recent: Mentions, gate: Gat
     if not latest_ids or latest is None or len(latest_ids) == len(ids) \
             or latest_turn(mentions, gate, lambda eid: eid in among and eid not in latest_ids)[0]:
         return decide(ids, evidence, max_candidates)
-    step = {"rule": "recent_tie", "entity_ids": latest_ids, "at": latest.at.isoformat()}
-    if latest.conversation_id is not None:
-        step["conversation_id"] = latest.conversation_id
-    return decide(latest_ids, evidence + [step], max_candidates)
+    return decide(latest_ids, evidence + [mention_step("recent_tie", None, latest_ids, latest)], max_candidates)

@@ -170,13 +170,14 @@ class PartIndex:
         self._codes = {eid: frozenset(code for key in ks for code in CODE.findall(key)) for eid, ks in keys.items()}
         self._key_numbers = {eid: tuple((key, frozenset(int(n) for n in re.findall(r"[0-9]+", key) if len(n) <= 6))
                                         for key in ks) for eid, ks in keys.items()}
-        self._name_keys = {ref.id: frozenset(normalize_key(sf) for sf in surfaces[ref.id]) for ref in refs}
-        self._by_number: dict[int, set[int]] = {}
-        for ref in refs:
-            for sf in surfaces[ref.id]:
-                for n in re.findall(r"[0-9]+", normalize_key(sf)):
-                    if len(n) <= 6:
-                        self._by_number.setdefault(int(n), set()).add(ref.id)
+        self._name_keys = {ref.id: frozenset(keys[ref.id][:len(surfaces[ref.id])]) for ref in refs}
+        by_number: dict[int, set[int]] = {}
+        for eid, pairs in self._key_numbers.items():
+            for key, numbers in pairs:
+                if key in self._name_keys[eid]:
+                    for n in numbers:
+                        by_number.setdefault(n, set()).add(eid)
+        self._by_number = {n: frozenset(ids) for n, ids in by_number.items()}
         # What the registry's names say right after a number ("栋" of 锦绣花园12栋, "号"): a number glued after a word
         # and followed by one of these is a name's number; "10度" is a quantity.
         self._after_number = frozenset(m.group(1) for ref in refs for sf in surfaces[ref.id]
@@ -329,6 +330,13 @@ class PartIndex:
         """The numbers of `text` that count registered words, with those words: "7号泊位" → ({泊位}, 7), "Brass lantern
         3" → ({brass, lantern}, 3), "锦绣15栋" → ({锦绣}, 15). A mention read that way names one numbered thing."""
         norm = normalize(text).text
+        after_word = list(_NUMBER_AFTER_WORD.finditer(norm))
+        after_cjk = [m for m in _NUMBER_AFTER_CJK.finditer(norm)
+                     if not CJK.match(norm[m.end():m.end() + 1]) or norm[m.end()] in self._after_number]
+        qualifiers = [(m, number) for m in _NUMBER_IN_TEXT.finditer(norm)
+                      if (number := _counted_number(m.group()[:-1])) is not None]
+        if not (after_word or after_cjk or qualifiers):
+            return []  # most texts have no number: the automata are not scanned for them
         words = [(start, end, word) for start, end, word, _ids in (*_hits(self._automaton, text),
                                                                     *_hits(self._type_automaton, text))
                  if not is_qualifier(word)]
@@ -345,18 +353,16 @@ class PartIndex:
                 found.update(w for _s, _e, w in near)
                 pos = min(s for s, _e, _w in near) if back else max(e for _s, e, _w in near)
 
-        out = [(run(m.start(), True), int(m.group())) for m in _NUMBER_AFTER_WORD.finditer(norm)]
+        out = [(run(m.start(), True), int(m.group())) for m in after_word]
         # "西坪6号机位": a number glued after a word and before 号 counts the words on both sides.
         out += [(run(m.start(), True) | (run(m.end() + 1, False) if norm[m.end():m.end() + 1] == "号" else frozenset()),
-                 int(m.group())) for m in _NUMBER_AFTER_CJK.finditer(norm)
-                if not CJK.match(norm[m.end():m.end() + 1]) or norm[m.end()] in self._after_number]
-        out += [(run(m.end(), False), number) for m in _NUMBER_IN_TEXT.finditer(norm)
-                if (number := _counted_number(m.group()[:-1])) is not None]
+                 int(m.group())) for m in after_cjk]
+        out += [(run(m.end(), False), number) for m, number in qualifiers]
         return [(ws, n) for ws, n in out if ws]
 
     def numbered(self, number: int) -> frozenset[int]:
         """The entities a name or alias of which carries `number` ("报修单0088" carries 88)."""
-        return frozenset(self._by_number.get(number, ()))
+        return self._by_number.get(number, frozenset())
 
     def carries(self, eid: int, words: Iterable[str], number: int) -> bool | None:
         """Whether a name or value of `eid` holding one of `words` carries `number` (in digits or Chinese numerals);
@@ -376,6 +382,7 @@ class PartIndex:
         if not any(key in names for key, _n in keys):  # "西坪6号": the 6 of what stands there
             return carry((key, numbers) for key, numbers in own if key in names)
         return False
+
 
 _ZH_DIGITS = "零一二三四五六七八九"
 

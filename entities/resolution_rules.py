@@ -22,8 +22,8 @@ from entities.windows import Gate, latest_turn, mention_step, turn_focus
 
 __all__ = ["resolve_by_rules"]
 
-MAX_ANCHORS = 20
-_NUMBERED_QUALIFIER = re.compile(r"(?<![0-9])([0-9]+)号")  # entities a relation path starts from at most
+MAX_ANCHORS = 20  # entities a relation path starts from at most
+_NUMBERED_QUALIFIER = re.compile(r"(?<![0-9])([0-9]+)号")
 
 
 def resolve_by_rules(text: str, *, matcher: EntityMatcher, entities: Mapping[int, EntityRef], recent: Mentions,
@@ -296,8 +296,8 @@ def _numbered_by_words(text: str, matcher, entities: Mapping[int, EntityRef]) ->
     counted = matcher.counted(text)
     # Every numbered qualifier of the text ("9号楼1号客梯": 9 and 1) must be a number of the entity's names: read last,
     # the rule answers only when the whole numbered phrase is the entity's.
-    qualifiers = {int(n) for n in _NUMBERED_QUALIFIER.findall(normalize(text).text) if len(n) <= 6}
-    if counted and not all(matcher.numbered(n) for n in qualifiers):
+    qualified = [matcher.numbered(int(n)) for n in _NUMBERED_QUALIFIER.findall(normalize(text).text) if len(n) <= 6]
+    if counted and not all(qualified):
         return []
     for words, number in counted:
         # A word with a number of its own ("9号楼" of "9号楼1号客梯", however the number was read) must be the entity's
@@ -306,7 +306,7 @@ def _numbered_by_words(text: str, matcher, entities: Mapping[int, EntityRef]) ->
         out += [i for i in sorted(matcher.numbered(number))
                 if i in entities and i not in out and matcher.carries_number(i, words, number)
                 and all(matcher.carries_number(i, {w}, number) is not None for w in numbered_words)
-                and all(i in matcher.numbered(n) for n in qualifiers)]
+                and all(i in ids for ids in qualified)]
     return out
 
 

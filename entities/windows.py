@@ -120,8 +120,10 @@ def turn_focus(ids: list[int], matcher: EntityMatcher, cue_word: str = "",
     return kept or ids
 
 
-def mention_step(rule: str, cue: Cue, ids: list[int], latest: MentionEvidence) -> dict:
-    step = {"rule": rule, "cue": cue.word, "entity_ids": ids, "at": latest.at.isoformat()}
+def mention_step(rule: str, cue: Cue | None, ids: list[int], latest: MentionEvidence) -> dict:
+    """The evidence step of a window rule; `cue` None when no word of the text pointed (a tie the window broke)."""
+    step = {"rule": rule, **({"cue": cue.word} if cue is not None else {}), "entity_ids": ids,
+            "at": latest.at.isoformat()}
     if latest.conversation_id is not None:
         step["conversation_id"] = latest.conversation_id
     return step
