@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 
 import ahocorasick
 
-from entities.name_parts import CJK, CODE, abbreviations, initialism, is_qualifier, name_parts
+from entities.name_parts import CJK, CODE, abbreviations, initialism, is_qualifier, name_parts, rare_word, unknown_words
 from entities.partial import skeleton, type_words
 from entities.person_forms import given_name, person_forms
 from entities.surface import EntityRef, inside_token, normalize, normalize_key
@@ -42,6 +42,10 @@ _NUMBER_IN_TEXT = re.compile(r"(?<![0-9])(?:[0-9]+|[零〇一二三四五六七�
 # the head of a learnt label, standing for its type; followed by another word character it is the start of a word.
 _POINTED_HEAD = re.compile("[那这哪该][辆台家个张位间部款条只所座栋件份单艘套批把块根架头]([\u3400-\u9fff]子?)"
                            "(?:(?![\u3400-\u9fff])|(?=[里的上中内]))")
+
+
+# A joiner between two letters or digits of a code ("·" of 苏a·3k782, "-" of kq21-08820).
+_JOINED_CODE = re.compile(r"(?<=[a-z0-9])[·\-](?=[a-z0-9])")
 
 
 def attribute_values(attributes: Mapping) -> set[str]:
@@ -147,6 +151,16 @@ class PartIndex:
             if "person" in kinds_of_type(ref.type) and (given := given_name(ref.name)) is not None \
                     and given not in index and given not in self.type_words:
                 abbreviated.setdefault(given, set()).add(ref.id)
+        # ... and by a rare word inside a word the segmenter did not know: a brand it cut badly ("宏光" of 白色五菱宏光, cut
+        # 白色 / 五 / 菱宏光) is said by its own two characters.
+        for ref in refs:
+            if "person" in kinds_of_type(ref.type):
+                continue
+            for surface in surfaces[ref.id]:
+                for word in unknown_words(surface):
+                    for form in {word[i:i + 2] for i in range(len(word) - 1)}:
+                        if rare_word(form) and form not in index and form not in self.type_words:
+                            abbreviated.setdefault(form, set()).add(ref.id)
         index.update(abbreviated)
         self._abbreviated = frozenset(abbreviated)
         self.name_keys = frozenset(index)
@@ -411,6 +425,9 @@ class AttributeIndex:
         for eid, attrs in attributes.items():
             for value in attribute_values(attrs):
                 index.setdefault(value, set()).add(eid)
+                # A code is typed without its joiners as often as with them ("苏A3K782" for plate 苏A·3K782, "KQ2108820").
+                if any(ch.isdigit() for ch in value) and (bare := _JOINED_CODE.sub("", value)) != value:
+                    index.setdefault(bare, set()).add(eid)
         self._automaton = _automaton(index)
 
     def find(self, text: str) -> list[tuple[str, tuple[int, ...]]]:

@@ -71,7 +71,7 @@ _SPLIT = re.compile(r"[\s_\-./]+")
 # English after a determiner or possessive ("the vehicle", "which store", "its device"). Elsewhere it is the
 # sentence's other object ("今天有会员用过吗", "收车", "春熙路店"), which says nothing about the mention.
 _CLASSIFIERS = "辆台家个张位间部款条只所座栋件份单艘套批把块根架头"
-_POINTER_ZH = re.compile(f"(?:[那这哪该此][{_CLASSIFIERS}]|的)[^，。？！,.?!;；的]{{0,6}}$")
+_POINTER_ZH = re.compile(f"(?:(?:[那这哪该此][{_CLASSIFIERS}]|的)[^，。？！,.?!;；的]{{0,6}}|[那这])$")
 _POINTER_EN = re.compile(r"\b(?:the|that|this|which|what|its|their|our|my|her|his|each|every|any)\s+(?:[\w-]+\s+){0,3}$",
                          re.IGNORECASE)
 

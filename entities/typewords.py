@@ -79,7 +79,7 @@ LONG_TERM_CUES: tuple[str, ...] = (
 # The long-term cues that are plain demonstratives: "那辆 K9A" points at the one just discussed when the
 # conversation has one, and is ambiguous otherwise; only an explicit past ("上次", "last time") reaches back
 # into earlier conversations to choose among several named entities.
-DEMONSTRATIVES: frozenset[str] = frozenset({"那台", "那辆", "那部", "那个", "那款", "那张", "那家", "那位", "那边",
+DEMONSTRATIVES: frozenset[str] = frozenset({"那", "那台", "那辆", "那部", "那个", "那款", "那张", "那家", "那位", "那边",
                                            "那单", "那间", "那条", "那只", "that", "那批", "那座", "那栋", "那套", "那把",
                                            "那块", "那根", "那艘", "那架", "那头", "那所", "那份", "那件"})
 _CJK_PAIR = re.compile("[\u3400-\u9fff]{2}")
@@ -177,6 +177,11 @@ def text_cues(text: str, matcher) -> list[Cue]:
         cuts = word_boundaries(text)
         cues = [c for c in cues if c not in singles or c.end in cuts]
     cues += [Cue(kind="long_term", word="that", start=m.start(), end=m.start() + 4) for m in _THAT.finditer(text)]
+    # Spoken Chinese drops the classifier before a one-character noun: "那车" is "那辆车", "这店" is "这家店".
+    cues += [Cue(kind="coref" if text[c.start - 1] == "这" else "long_term", word=text[c.start - 1],
+                 start=c.start - 1, end=c.start)
+             for c in cues if c.kind == "type" and c.end - c.start == 1 and c.start > 0 and text[c.start - 1] in "那这"
+             and not any(o.kind != "type" and o.start < c.start <= o.end for o in cues)]
     if hasattr(matcher, "registry_type_cues"):  # the registry's own types are type words too
         known = {(c.start, c.end, c.type) for c in cues if c.kind == "type"}
         # "5号冷柜": a learnt label attached to a number names one specific entity, as a lexicon word does.

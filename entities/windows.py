@@ -83,6 +83,8 @@ _CLASSIFIER_KINDS = {"单": {"order"}, "张": {"order"}, "份": {"order"}, "辆"
                      "他": {"person"}, "she": {"ship", "person"},
                      "her": {"ship", "person"}}
 _CONTEXT_KINDS = frozenset({"order", "store", "room", "site", "supplier"})
+# A pronoun for a thing: never the person who spoke of it in the same turn ("妈说它吹热风" is the air conditioner).
+_THING_PRONOUNS = frozenset({"它", "它的", "它们", "它们的", "it", "its"})
 
 
 def classifier_kinds(cue_word: str) -> frozenset[str] | None:
@@ -111,6 +113,8 @@ def turn_focus(ids: list[int], matcher: EntityMatcher, cue_word: str = "",
             return chosen
     else:
         things = [i for i in ids if not kinds[i] & _CONTEXT_KINDS]
+        if cue_word.lower() in _THING_PRONOUNS:
+            things = [i for i in things if "person" not in kinds[i]]
         if things and len(things) < len(ids):
             ids = things
     if len(ids) < 2 or not hasattr(matcher, "neighbours"):

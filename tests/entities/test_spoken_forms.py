@@ -1,0 +1,55 @@
+"""How people type and say what the registry spells otherwise (issue 41): a code without its joiners ("沪C8M215" for plate
+沪C·8M215), a brand the segmenter cuts badly said by its own two characters ("途安" of 银色大众途安L, cut 大众 / 途 / 安L
+or similar), a bare demonstrative before a one-character noun ("那车" for "那辆车"), and "它" never the person who spoke
+of the thing in the same turn. Pure resolver, no DB; the registry is a driving-range club no labelled file uses."""
+from datetime import datetime, timezone
+
+from entities.matcher import EntityRef
+from entities.name_parts import rare_word, unknown_words
+from entities.resolver import MentionEvidence, resolve
+from tests.entities.registry_fixture import build_matcher
+
+VAN = EntityRef(1, "vehicle", "CAR-1", "白色五菱宏光")
+SEDAN = EntityRef(2, "vehicle", "CAR-2", "黑色大众朗逸")
+MOWER = EntityRef(3, "machine", "MW-1", "草坪修剪机")
+COACH = EntityRef(4, "person", "P-1", "赵海燕")
+REGISTRY = {r.id: r for r in (VAN, SEDAN, MOWER, COACH)}
+ATTRIBUTES = {VAN.id: {"plate": "沪C·8M215", "serial": "LZW-6407"}, SEDAN.id: {"plate": "沪C·8M251"},
+              MOWER.id: {"model": "GR-220"}}
+T0 = datetime(2026, 7, 1, 1, 0, tzinfo=timezone.utc)
+
+
+def got(text, recent=()):
+    res = resolve(text, matcher=build_matcher(REGISTRY.values(), ATTRIBUTES), entities=REGISTRY,
+                  recent=[MentionEvidence(i, T0, 1) for i in recent])
+    return res.status, res.entity_id if res.status == "resolved" else sorted(res.candidates)
+
+
+def test_a_code_typed_without_its_joiners_names_what_carries_it():
+    assert got("沪C8M251那个车违章了") == ("resolved", SEDAN.id)
+    assert got("沪C·8M251那个车违章了") == ("resolved", SEDAN.id)
+    assert got("LZW6407的保养记录") == ("resolved", VAN.id)
+    # The look-alike plate with two digits swapped is another car, never this one.
+    assert got("沪C8M215停哪了") == ("resolved", VAN.id)
+
+
+def test_a_brand_the_segmenter_cut_badly_is_said_by_its_own_two_characters():
+    assert "菱宏光" in unknown_words(VAN.name) or "五菱宏光" in unknown_words(VAN.name)
+    assert rare_word("宏光")
+    assert got("宏光的保险哪天到期") == ("resolved", VAN.id)
+    assert got("五菱那台车该保养了") == ("resolved", VAN.id)
+    # A word jieba's dictionary holds ("批发部") is cut where it should be: nothing inside it is a new form.
+    assert unknown_words("德旺面粉批发部") == set()
+
+
+def test_a_demonstrative_without_its_classifier_points_at_the_one_discussed():
+    assert got("那车这两天先别开了", recent=[VAN.id]) == ("resolved", VAN.id)
+    assert got("这车开了几年了", recent=[SEDAN.id]) == ("resolved", SEDAN.id)
+    # Nothing discussed: both cars fit.
+    assert got("那车这两天先别开了") == ("ambiguous", [VAN.id, SEDAN.id])
+
+
+def test_it_is_never_the_person_who_spoke_of_the_thing():
+    assert got("它的刀片多久换一次", recent=[COACH.id, MOWER.id]) == ("resolved", MOWER.id)
+    # A person pronoun still means the person.
+    assert got("他今天来不来", recent=[COACH.id, MOWER.id]) == ("resolved", COACH.id)
