@@ -73,6 +73,23 @@ def _possesses_other(text: str, part: str, matcher) -> bool:
     return False
 
 
+def _heads_all(text: str, ids: Sequence[int], found: Sequence[str], matcher) -> bool:
+    """A word of the text that ends every name it was found in ("空调" of 客厅空调 / 面馆前厅空调): the head of those
+    names, what they are; said alone it names them, as a learnt type label names a whole type."""
+    return len(found) == 1 and hasattr(matcher, "get") and _whole_word(text, found[0]) \
+        and not _possesses_other(text, found[0], matcher) \
+        and all(_name_ends_with(matcher.get(i), found[0]) for i in ids)
+
+
+def _name_ends_with(ref, part: str) -> bool:
+    """A thing's name ends with `part` (a person's "王爷爷" ends with a kinship title, which names no one)."""
+    from entities.partial import skeleton
+    from entities.typenouns import kinds_of_type
+
+    return ref is not None and "person" not in kinds_of_type(ref.type) \
+        and any(skeleton(n).endswith(part) for n in (ref.name, *ref.aliases))
+
+
 def _possessed(text: str, ids: Sequence[int], found: Sequence[str], matcher,
                visible: Callable[[Sequence[int]], list[int]]) -> tuple[list[int], list[str]] | None:
     """"李先生家的电池": among the best-scoring entities, those named by words before a "的" possess the thing a part
@@ -105,10 +122,12 @@ def _ends_with(ref, part: str) -> bool:
 
 def by_attributes_and_parts(text: str, *, matcher, visible: Callable[[Sequence[int]], list[int]],
                             visible_prefix: Callable[[Sequence[int], int | None], list[int]], limit: int | None,
-                            pointed: bool, skeleton_ids: Sequence[int], require_values: bool = False) -> Narrowed | None:
+                            pointed: bool, skeleton_ids: Sequence[int], require_values: bool = False,
+                            fits: Callable[[int], bool] | None = None) -> Narrowed | None:
     """The entities named by attribute values and name parts together: each value names every entity that
     carries it, the best-scoring name parts name theirs, and what is named by all of them is the answer
-    ("北场那台 SK-16": site 北场 ∩ model SK-16). `pointed`: the text has a pointer or type word.
+    ("北场那台 SK-16": site 北场 ∩ model SK-16). `pointed`: the text has a pointer or type word; `fits`: what a
+    pointer's classifier asks of the answer ("那台": a device, not the work order about it), None when it asks nothing.
     None when the text names nothing this way.
 
     Access is asked only as far as the answer needs: one set alone (a category word can name thousands)
@@ -129,7 +148,8 @@ def by_attributes_and_parts(text: str, *, matcher, visible: Callable[[Sequence[i
         ids, found_parts = matcher.name_part_candidates(text)
         if ids and (pointed or sum(len(p) for p in found_parts) >= 3 or values
                     or any(hasattr(matcher, "is_name_part") and matcher.is_name_part(p) and rare_word(p)
-                           and _whole_word(text, p) and not _possesses_other(text, p, matcher) for p in found_parts)):
+                           and _whole_word(text, p) and not _possesses_other(text, p, matcher) for p in found_parts)
+                    or _heads_all(text, ids, found_parts, matcher)):
             if (headed := _possessed(text, ids, found_parts, matcher, visible)) is not None:
                 ids, found_parts = headed
             sets.append(("parts", tuple(ids)))
@@ -146,7 +166,7 @@ def by_attributes_and_parts(text: str, *, matcher, visible: Callable[[Sequence[i
         if not current:
             # Nothing carries every named value and part: one of them may qualify the other through a relation
             # ("the R750 in Hall 2": the R750 located in a Hall 2 rack). If none does, the text names nothing.
-            current = _bridged(ordered, matcher, visible)
+            current = _bridged(ordered, matcher, visible, fits)
             if not current:
                 return Narrowed([], {"rule": "attributes_parts", "values": values, "parts": parts, "entity_ids": [],
                                      "detail": "no entity carries every named value"})
@@ -157,13 +177,18 @@ def by_attributes_and_parts(text: str, *, matcher, visible: Callable[[Sequence[i
     return Narrowed(list(found), step)
 
 
-def _bridged(ordered, matcher, visible) -> set[int]:
-    """Entities of one named set related to an entity of another named set (visible ones only)."""
+def _bridged(ordered, matcher, visible, fits: Callable[[int], bool] | None = None) -> set[int]:
+    """Entities of one named set related to an entity of another named set (visible ones only). A set none of whose
+    entities fits the pointer's classifier is only the other's qualifier ("KQSN300-M6那台的轴承": the pump of that
+    model, not the work order whose part is a bearing), when another set has one that fits."""
     if not hasattr(matcher, "neighbours"):
         return set()
-    for _kind, ids in ordered:  # smallest first
+    fitting = [any(fits(i) for i in ids) for _kind, ids in ordered] if fits is not None else []
+    for n, (_kind, ids) in enumerate(ordered):  # smallest first
         if len(ids) > MAX_BRIDGE_ENTITIES:
             break
+        if fitting and not fitting[n] and any(fitting):
+            continue
         # Only a partner the user may read bridges: a hidden R750 must not make its rack "the R750 in Hall 2".
         # Values bridge values: a name part shared by many ("hall") is too loose to relate two named things.
         others = set(visible(sorted(set().union(*(set(o) for k, o in ordered if o is not ids and k == "value")))))

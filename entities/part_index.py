@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 import ahocorasick
 
 from entities.name_parts import CJK, CODE, abbreviations, initialism, is_qualifier, name_parts, rare_word, unknown_words
-from entities.partial import skeleton, type_words
+from entities.partial import skeleton, type_words, word_boundaries
 from entities.person_forms import given_name, person_forms
 from entities.surface import EntityRef, inside_token, normalize, normalize_key
 from entities.typenouns import kinds_of_type, works_here
@@ -40,8 +40,8 @@ _NUMBER_AFTER_CJK = re.compile(r"(?<=[\u3400-\u9fff])[0-9]{1,4}(?![0-9a-z\-·./#
 _NUMBER_IN_TEXT = re.compile(r"(?<![0-9])(?:[0-9]+|[零〇一二三四五六七八九十百千两]+)号")
 # A pointer with its classifier and one character after it ("哪只桶", "那个罐子", "哪个罐里"): the character may be
 # the head of a learnt label, standing for its type; followed by another word character it is the start of a word.
-_POINTED_HEAD = re.compile("[那这哪该][辆台家个张位间部款条只所座栋件份单艘套批把块根架头]([\u3400-\u9fff]子?)"
-                           "(?:(?![\u3400-\u9fff])|(?=[里的上中内]))")
+_POINTED_HEAD = re.compile("[那这哪该][辆台家个张位间部款条只所座栋件份单艘套批把块根架头]([\u3400-\u9fff]子?)")
+_AFTER_HEAD = re.compile("(?![\u3400-\u9fff])|[里的上中内]")
 
 
 # A joiner between two letters or digits of a code ("·" of 苏a·3k782, "-" of kq21-08820).
@@ -218,6 +218,10 @@ class PartIndex:
         for start, end, word, _ids in _hits(self._type_automaton, text):
             out.append((word, self.type_words[word], *norm.original_span(start, end)))
         for m in _POINTED_HEAD.finditer(norm.text):
+            # Followed by another word character, the character is a word of its own only where the segmenter
+            # ends one ("那个站今天": 站 / 今天; not "那个站台").
+            if not _AFTER_HEAD.match(norm.text, m.end(1)) and m.end(1) not in word_boundaries(norm.text):
+                continue
             for type_ in self._heads.get(m.group(1)[0], ()):
                 out.append((m.group(1), type_, *norm.original_span(m.start(1), m.end(1))))
         return out

@@ -17,8 +17,9 @@ from entities.narrowing import by_attributes_and_parts, follow_relations, via_an
 from entities.nearmiss import unknown_description
 from entities.surface import normalize
 from entities.type_constraint import TypeConstraint, covered, type_evidence
+from entities.typenouns import kinds_of_type
 from entities.typewords import DEMONSTRATIVES, Cue, known_word, lexicon_word
-from entities.windows import Gate, latest_turn, mention_step, turn_focus
+from entities.windows import Gate, classifier_kinds, latest_turn, mention_step, turn_focus
 
 __all__ = ["resolve_by_rules"]
 
@@ -136,10 +137,17 @@ def resolve_by_rules(text: str, *, matcher: EntityMatcher, entities: Mapping[int
     named_other = [i for i in (partial_ids if len(partial_ids) <= MAX_ANCHORS else []) or part_ids
                    if constraint.types and not constraint.type_ok(entities[i])]
 
+    # A pointer whose classifier counts things ("那台", "那辆"), never records: the work order about the thing is not it.
+    asked = next((k for c in cues if c.kind in ("coref", "long_term") and (k := classifier_kinds(c.word))), None)
+    asked = asked if asked and "order" not in asked else None
+
+    def fits(i: int) -> bool:
+        return i not in entities or "order" not in kinds_of_type(entities[i].type)
+
     def narrow(require_values: bool) -> Resolution | None:
         narrowed = by_attributes_and_parts(text, matcher=matcher, visible=gate.visible_list, visible_prefix=gate.visible_prefix,
                                            limit=max_candidates, pointed=pointed, skeleton_ids=partial_ids,
-                                           require_values=require_values)
+                                           require_values=require_values, fits=fits if asked else None)
         if narrowed is None:
             return None
         if not narrowed.ids:  # the named values and parts contradict each other: nothing is named
@@ -252,8 +260,6 @@ def resolve_by_rules(text: str, *, matcher: EntityMatcher, entities: Mapping[int
 
 def _pointed_forms(matches: Sequence[Match], ids: list[int], cues: list[Cue], matcher,
                    entities: Mapping[int, EntityRef], gate: Gate) -> list[int]:
-    from entities.typenouns import kinds_of_type
-
     if len(ids) != 1 or not hasattr(matcher, "part_holders"):
         return []
     for m in matches:
