@@ -234,6 +234,11 @@ class EntityMatcher:
     def past_neighbours(self, entity_id: int) -> tuple[tuple[int, str, str, object], ...]:
         return self.history.get(entity_id, ())
 
+    def homophones(self, text: str) -> list[tuple[str, str]]:
+        """(word as typed, registered word it sounds like) for the text's words a pinyin keyboard mistyped
+        (entities/homophones.py)."""
+        return self._part_index().sound_index().readings(text)
+
     def _part_index(self):
         if self._parts is None:
             from entities.part_index import PartIndex

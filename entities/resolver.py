@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import replace
 
 from entities.decision import Mentions, Resolution, decide, recent_tie
 from entities.matcher import EntityMatcher, EntityRef, normalize_key
@@ -61,6 +62,24 @@ def resolve(
     if max_candidates is not None and max_candidates < 2:
         raise ValueError("max_candidates must be at least 2: one candidate is not an ambiguity")
     gate = Gate(entities, allowed, allowed_many)
+    resolution = _resolve(text, matcher=matcher, entities=entities, recent=recent, past=past, gate=gate,
+                          max_candidates=max_candidates)
+    # Named nothing as typed: a word a pinyin keyboard mistyped ("锦秀华庭" for 锦绣华庭) is read as the registered
+    # word it sounds like, and the text resolved again (same access, same rules).
+    if resolution.status == "none" and hasattr(matcher, "homophones") and (readings := matcher.homophones(text)):
+        heard = text
+        for said, meant in readings:
+            heard = heard.replace(said, meant)
+        again = _resolve(heard, matcher=matcher, entities=entities, recent=recent, past=past, gate=gate,
+                         max_candidates=max_candidates)
+        if again.status != "none":
+            step = {"rule": "homophone", "read": [{"said": said, "as": meant} for said, meant in readings]}
+            return replace(again, evidence=[step, *again.evidence])
+    return resolution
+
+
+def _resolve(text: str, *, matcher: EntityMatcher, entities: Mapping[int, EntityRef], recent: Mentions, past: Mentions,
+             gate: Gate, max_candidates: int | None) -> Resolution:
     cues = text_cues(text, matcher)
     resolution = resolve_by_rules(text, matcher=matcher, entities=entities, recent=recent, past=past, gate=gate,
                                   max_candidates=max_candidates, cues=cues)
