@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
 import ahocorasick
 
@@ -46,6 +47,14 @@ _AFTER_HEAD = re.compile("(?![\u3400-\u9fff])|[里的上中内]")
 
 # A joiner between two letters or digits of a code ("·" of 苏a·3k782, "-" of kq21-08820).
 _JOINED_CODE = re.compile(r"(?<=[a-z0-9])[·\-](?=[a-z0-9])")
+
+
+@lru_cache(maxsize=1)
+def _function_words() -> frozenset[str]:
+    """English function words (scikit-learn's stop list, a well-kept one; imported once, on the first registry)."""
+    from sklearn.feature_extraction._stop_words import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS)
 
 
 def attribute_values(attributes: Mapping) -> set[str]:
@@ -167,10 +176,12 @@ class PartIndex:
         # Parts of attribute values name their entities the same way ("吸唾管" of item 吸唾管堵塞, "shrimp" of
         # cargo frozen shrimp): a description is read by its words, a code whole (AttributeIndex).
         self._value_holders: dict[str, set[int]] = {}
+        function_words = _function_words() if attributes else frozenset()
         for eid, attrs in (attributes or {}).items():
             for value in attribute_values(attrs):
                 for part in name_parts(value):
-                    if part not in self.type_words:
+                    # A value is often a phrase ("guest star (under NDA)"): its function words name nothing.
+                    if part not in self.type_words and part not in function_words:
                         index.setdefault(part, set()).add(eid)
                         self._value_holders.setdefault(part, set()).add(eid)
         self._index = index

@@ -53,3 +53,14 @@ def test_it_is_never_the_person_who_spoke_of_the_thing():
     assert got("它的刀片多久换一次", recent=[COACH.id, MOWER.id]) == ("resolved", MOWER.id)
     # A person pronoun still means the person.
     assert got("他今天来不来", recent=[COACH.id, MOWER.id]) == ("resolved", COACH.id)
+
+
+def test_a_function_word_of_an_attribute_phrase_names_nothing():
+    guest = EntityRef(10, "person", "P-9", "Celeste Marr")
+    cams = {11: EntityRef(11, "camera", "CAM-A", "A Camera"), 12: EntityRef(12, "camera", "CAM-B", "B Camera")}
+    registry = {guest.id: guest, **cams}
+    attributes = {guest.id: {"role": "guest star (under NDA)"},
+                  11: {"model": "ARRI Alexa Mini LF"}, 12: {"model": "ARRI Alexa Mini LF"}}
+    res = resolve("is the Mini LF covered under our insurance?", matcher=build_matcher(registry.values(), attributes),
+                  entities=registry)
+    assert (res.status, sorted(res.candidates)) == ("ambiguous", [11, 12])
