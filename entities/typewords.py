@@ -177,11 +177,6 @@ def text_cues(text: str, matcher) -> list[Cue]:
         cuts = word_boundaries(text)
         cues = [c for c in cues if c not in singles or c.end in cuts]
     cues += [Cue(kind="long_term", word="that", start=m.start(), end=m.start() + 4) for m in _THAT.finditer(text)]
-    # Spoken Chinese drops the classifier before a one-character noun: "那车" is "那辆车", "这店" is "这家店".
-    cues += [Cue(kind="coref" if text[c.start - 1] == "这" else "long_term", word=text[c.start - 1],
-                 start=c.start - 1, end=c.start)
-             for c in cues if c.kind == "type" and c.end - c.start == 1 and c.start > 0 and text[c.start - 1] in "那这"
-             and not any(o.kind != "type" and o.start < c.start <= o.end for o in cues)]
     if hasattr(matcher, "registry_type_cues"):  # the registry's own types are type words too
         known = {(c.start, c.end, c.type) for c in cues if c.kind == "type"}
         # "5号冷柜": a learnt label attached to a number names one specific entity, as a lexicon word does.
@@ -203,6 +198,13 @@ def text_cues(text: str, matcher) -> list[Cue]:
                       or (c.end - c.start >= 2 and c.start >= 2 and _CJK_PAIR.match(text, c.start - 2)
                           and known_word(matcher, text[c.start - 2:c.start])))
                  for type_ in matcher.types_of_kind(c.noun_kind) if (c.start, c.end, type_) not in known]
+    # Spoken Chinese drops the classifier before a one-character noun: "那车" is "那辆车", "这店" is "这家店". Only for a
+    # noun that stands for a type this registry has: "宏达那车C35" (no vehicle registered) points at nothing.
+    registered = matcher.types() if hasattr(matcher, "types") else None
+    bare = {(c.start - 1, text[c.start - 1]) for c in cues if c.kind == "type" and c.end - c.start == 1 and c.start > 0
+            and text[c.start - 1] in "那这" and (registered is None or c.type in registered)
+            and not any(o.kind != "type" and o.start < c.start <= o.end for o in cues)}
+    cues += [Cue(kind="coref" if word == "这" else "long_term", word=word, start=at, end=at + 1) for at, word in sorted(bare)]
     # Type words running into a qualified one are one name with it: "Drum kit 3" names one kit, "drum" included.
     for cue in sorted((c for c in cues if c.kind == "type"), key=lambda c: -c.start):
         if not cue.qualified and any(o.kind == "type" and o.qualified and o.start in (cue.end, cue.end + 1)

@@ -64,3 +64,13 @@ def test_a_function_word_of_an_attribute_phrase_names_nothing():
     res = resolve("is the Mini LF covered under our insurance?", matcher=build_matcher(registry.values(), attributes),
                   entities=registry)
     assert (res.status, sorted(res.candidates)) == ("ambiguous", [11, 12])
+
+
+def test_a_bare_demonstrative_before_a_noun_for_no_registered_type_points_at_nothing():
+    delivery = EntityRef(20, "delivery", "DH-5", "到货单DH-0520-05")
+    notice = EntityRef(21, "rectification", "ZG-1", "整改单ZG-0412")
+    registry = {delivery.id: delivery, notice.id: notice}
+    attributes = {delivery.id: {"材料": "C35商品混凝土", "供应商": "宏达商砼"}}
+    res = resolve("宏达那车C35到哪了", matcher=build_matcher(registry.values(), attributes), entities=registry,
+                  past=[MentionEvidence(notice.id, T0, 3)])
+    assert (res.status, res.entity_id) == ("resolved", delivery.id)
