@@ -95,8 +95,10 @@ def _resolve(text: str, *, matcher: EntityMatcher, entities: Mapping[int, Entity
                                 max_candidates)
     # "西码头7号泊位", "Brass lantern 3": a number counting the words the candidates carry names one numbered thing;
     # a candidate whose names hold those words with another number is a sibling, never the answer.
+    # Also for what a named entity's relation reached ("3号楼15层的验收单": the inspection of 3号楼 must carry 15 with the
+    # words that count it, though 3号楼 itself, named whole, is not read by them).
     if resolution.status != "none" and not resolution.truncated and hasattr(matcher, "counted") \
-            and not any(step.get("rule") in _NAMED_RULES for step in resolution.evidence) \
+            and not _named(resolution) & set(resolution.candidates or [resolution.entity_id]) \
             and (counted := matcher.counted(text)):
         ids = resolution.candidates or [resolution.entity_id]
         kept = [i for i in ids if all(matcher.carries_number(i, words, n) is not False for words, n in counted)]
@@ -144,6 +146,11 @@ _ALL_OF_THEM = re.compile(r"一共|总共|分别|所有|全部|哪几|几[张台
 
 # Steps that read a registered name or id whole (its own words are its own), or a pointer into the window.
 _NAMED_RULES = frozenset({"explicit_id", "name_alias", "foreign_modifier", "coreference", "long_term"})
+
+
+def _named(resolution: Resolution) -> set[int]:
+    """The entities a step that reads a registered name or id whole named (their own words are their own)."""
+    return {i for step in resolution.evidence if step.get("rule") in _NAMED_RULES for i in step.get("entity_ids", ())}
 
 
 def _named_not_referenced(candidates: list[int], words: set[str], matcher) -> list[int]:

@@ -98,3 +98,18 @@ def test_an_english_name_of_words_and_a_number_is_said_by_its_initials():
     assert resolve("FC1 is throwing a fluidics error", matcher=matcher, entities=registry).entity_id == 3
     assert resolve("Is WL2 free tonight?", matcher=matcher, entities=registry).entity_id == 2
     assert resolve("Is WL3 free tonight?", matcher=matcher, entities=registry).status == "none"
+
+
+def test_what_a_named_entity_relates_to_carries_the_number_the_text_counts():
+    block = EntityRef(1, "building", "B-3", "3号楼")
+    check = EntityRef(2, "inspection", "YS-1", "验收单YS-3-14", ("3号楼14层钢筋验收单",))
+    registry = {block.id: block, check.id: check}
+    matcher = build_matcher(registry.values(), {}, [(check, "about", block)])
+
+    def answer(text):
+        res = resolve(text, matcher=matcher, entities=registry)
+        return res.status, res.entity_id
+
+    assert answer("3号楼14层的验收单出了没") == ("resolved", check.id)
+    # Floor 15 of building 3 has no inspection registered: not the floor-14 one.
+    assert answer("3号楼15层的验收单出了没") == ("none", None)
