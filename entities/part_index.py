@@ -42,7 +42,8 @@ _NUMBER_IN_TEXT = re.compile(r"(?<![0-9])(?:[0-9]+|[零〇一二三四五六七�
 # A pointer with its classifier and one character after it ("哪只桶", "那个罐子", "哪个罐里"): the character may be
 # the head of a learnt label, standing for its type; followed by another word character it is the start of a word.
 _POINTED_HEAD = re.compile("[那这哪该][辆台家个张位间部款条只所座栋件份单艘套批把块根架头]([\u3400-\u9fff]子?)")
-_AFTER_HEAD = re.compile("(?![\u3400-\u9fff])|[里的上中内]")
+# After the head: no word character, a place word, or a function word that starts no noun compound ("那栋楼到几层了").
+_AFTER_HEAD = re.compile("(?![\u3400-\u9fff])|[里的上中内在是有到要还都也就又呢吗啊了没不能会]")
 
 
 # A joiner between two letters or digits of a code ("·" of 苏a·3k782, "-" of kq21-08820).
@@ -103,10 +104,12 @@ class PartIndex:
         type_of: dict[int, str] = {}
         refs = list(refs)
         surfaces: dict[int, tuple[str, ...]] = {}
+        type_names: dict[int, str] = {}
         for ref in refs:
             by_type.setdefault(ref.type, set()).add(ref.id)
             type_of[ref.id] = ref.type
             surfaces[ref.id] = (ref.name, *ref.aliases)
+            type_names[ref.id] = ref.name
             for surface in (ref.name, *ref.aliases):
                 for part in name_parts(surface):
                     index.setdefault(part, set()).add(ref.id)
@@ -211,6 +214,13 @@ class PartIndex:
         self._sounds = None
         self._type_automaton = _automaton({w: {0} for w in self.type_words})
         self._heads = self.label_heads()
+        # ... and the character every name of a type ends with once its numbers are dropped ("楼" of 3号楼 / 5号楼 /
+        # 6号楼, whose "号楼" other types' names hold too): "那栋楼" is one of them ("哪栋楼" asks, it names none).
+        self._end_heads: dict[str, frozenset[str]] = {}
+        for type_, ids in by_type.items():
+            ends = {key[-1] for i in ids if (key := skeleton(type_names[i]))}
+            if len(ids) >= 2 and len(ends) == 1 and CJK.match(end := next(iter(ends))):
+                self._end_heads[end] = self._end_heads.get(end, frozenset()) | {type_}
         # The last character of every thing's name ("机" of 切纸机, "间" of 后道车间): what a name for a thing ends with.
         self.name_heads = frozenset(key[-1] for ref in refs if "person" not in kinds_of_type(ref.type)
                                     for sf in surfaces[ref.id] if (key := skeleton(sf)) and CJK.match(key[-1]))
@@ -243,7 +253,8 @@ class PartIndex:
             # ends one ("那个站今天": 站 / 今天; not "那个站台").
             if not _AFTER_HEAD.match(norm.text, m.end(1)) and m.end(1) not in word_boundaries(norm.text):
                 continue
-            for type_ in self._heads.get(m.group(1)[0], ()):
+            ends = self._end_heads.get(m.group(1)[0], ()) if norm.text[m.start()] != "哪" else ()
+            for type_ in sorted(set(self._heads.get(m.group(1)[0], ())) | set(ends)):
                 out.append((m.group(1), type_, *norm.original_span(m.start(1), m.end(1))))
         return out
 

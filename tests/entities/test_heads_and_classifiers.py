@@ -42,3 +42,19 @@ def test_a_classifier_that_counts_things_means_the_thing_not_its_work_order():
     assert got("ISG-150那台的机械密封哪天到货") == ("resolved", PUMP_2.id)
     # Without the classifier the record about the part is what the text names.
     assert got("机械密封的工单到哪一步了") == ("resolved", ORDER.id)
+
+
+def test_the_character_every_name_of_a_type_ends_with_heads_a_pointer():
+    blocks = {20: EntityRef(20, "building", "B-3", "3号楼"), 21: EntityRef(21, "building", "B-5", "5号楼")}
+    lead = EntityRef(22, "person", "P-9", "李振华")
+    check = EntityRef(23, "inspection", "YS-1", "验收单YS-3-14", ("3号楼14层验收单",))  # "号楼" is no building label
+    registry = {**blocks, lead.id: lead, check.id: check}
+    matcher = build_matcher(registry.values(), {}, [(lead, "responsible_for", blocks[20]), (check, "about", blocks[20])])
+
+    def answer(text):
+        res = resolve(text, matcher=matcher, entities=registry)
+        return res.status, res.entity_id if res.status == "resolved" else sorted(res.candidates)
+
+    assert answer("李振华负责的那栋楼到几层了") == ("resolved", 20)
+    # "哪栋楼" asks which: the person named is what the text is about.
+    assert answer("李振华今天在哪栋楼") == ("resolved", lead.id)
