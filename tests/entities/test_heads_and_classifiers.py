@@ -47,8 +47,9 @@ def test_a_classifier_that_counts_things_means_the_thing_not_its_work_order():
 def test_the_character_every_name_of_a_type_ends_with_heads_a_pointer():
     blocks = {20: EntityRef(20, "building", "B-3", "3号楼"), 21: EntityRef(21, "building", "B-5", "5号楼")}
     lead = EntityRef(22, "person", "P-9", "李振华")
+    guard = EntityRef(24, "person", "P-8", "王志强")
     check = EntityRef(23, "inspection", "YS-1", "验收单YS-3-14", ("3号楼14层验收单",))  # "号楼" is no building label
-    registry = {**blocks, lead.id: lead, check.id: check}
+    registry = {**blocks, lead.id: lead, guard.id: guard, check.id: check}
     matcher = build_matcher(registry.values(), {}, [(lead, "responsible_for", blocks[20]), (check, "about", blocks[20])])
 
     def answer(text):
@@ -57,4 +58,4 @@ def test_the_character_every_name_of_a_type_ends_with_heads_a_pointer():
 
     assert answer("李振华负责的那栋楼到几层了") == ("resolved", 20)
     # "哪栋楼" asks which: the person named is what the text is about.
-    assert answer("李振华今天在哪栋楼") == ("resolved", lead.id)
+    assert answer("王志强今天在哪栋楼") == ("resolved", guard.id)
