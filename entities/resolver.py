@@ -75,7 +75,24 @@ def resolve(
         if again.status != "none":
             step = {"rule": "homophone", "read": [{"said": said, "as": meant} for said, meant in readings]}
             return replace(again, evidence=[step, *again.evidence])
+    # Named nothing else: a record's number said alone ("any update on 5538?", "521那批") names what carries it in a name.
+    if resolution.status == "none" and hasattr(matcher, "numbered") and (numbers := _bare_numbers(text)):
+        ids = gate.visible_list(sorted({i for n in numbers for i in matcher.numbered(n) if i in entities}))
+        if ids:
+            return decide(ids, [{"rule": "bare_number", "numbers": numbers, "entity_ids": ids}], max_candidates)
     return resolution
+
+
+# A number of three to six digits standing alone: not inside a code ("SH260611-08", "#08-12"), a decimal or a time, not
+# a quantity (a measure or unit after it: "500个", "350ml", "80 %"), not glued to a word it qualifies ("302电动护理床").
+_MEASURES_AFTER = "个辆台家张位间部款条只所座栋件份单艘套批把块根架头场次天年月周日种项遍趟回期楼层区届级类点元米吨斤克度号岁"
+_BARE_NUMBER = re.compile(r"(?<![A-Za-z0-9_#.\-/:·])([0-9]{3,6})(?![A-Za-z0-9_%.\-/:·])(?=$|\W|[那这的呢吗啊了是还有在和跟])"
+                          r"(?!\s*(?:[" + _MEASURES_AFTER + r"]|(?:ml|kg|km|cm|mm|pcs|pm|am|hrs?|mins?|days?|units?)\b))",
+                          re.IGNORECASE)
+
+
+def _bare_numbers(text: str) -> list[int]:
+    return [int(m.group(1)) for m in _BARE_NUMBER.finditer(normalize_key(text))]
 
 
 def _resolve(text: str, *, matcher: EntityMatcher, entities: Mapping[int, EntityRef], recent: Mentions, past: Mentions,

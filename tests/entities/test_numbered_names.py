@@ -113,3 +113,22 @@ def test_what_a_named_entity_relates_to_carries_the_number_the_text_counts():
     assert answer("3号楼14层的验收单出了没") == ("resolved", check.id)
     # Floor 15 of building 3 has no inspection registered: not the floor-14 one.
     assert answer("3号楼15层的验收单出了没") == ("none", None)
+
+
+def test_a_records_number_said_alone_names_what_carries_it():
+    cases = {1: EntityRef(1, "lab_case", "LC-1", "Lab case 5538"), 2: EntityRef(2, "lab_case", "LC-2", "Lab case 5544"),
+             3: EntityRef(3, "batch", "B-1", "保温杯批次BWB-260521", ("0521那批",)),
+             4: EntityRef(4, "room", "R-1", "302房"), 5: EntityRef(5, "bed", "D-1", "302电动护理床")}
+    matcher = build_matcher(cases.values(), {}, [])
+
+    def answer(text, allowed=lambda _i: True):
+        res = resolve(text, matcher=matcher, entities=cases, allowed=allowed)
+        return res.status, res.entity_id if res.status == "resolved" else sorted(res.candidates)
+
+    assert answer("any update on 5538?") == ("resolved", 1)
+    assert answer("521那批杯子还冻着吗") == ("resolved", 3)
+    # No record carries it, or it is a quantity, or it qualifies a word glued to it: nothing is named by the number.
+    assert answer("any update on 5539?") == ("none", [])
+    assert answer("这批买了5538个") == ("none", [])
+    assert answer("302电动护理床的电机还响吗", allowed=lambda i: i != 5)[0] != "resolved" or \
+        answer("302电动护理床的电机还响吗", allowed=lambda i: i != 5)[1] != 4
