@@ -234,10 +234,10 @@ class EntityMatcher:
     def past_neighbours(self, entity_id: int) -> tuple[tuple[int, str, str, object], ...]:
         return self.history.get(entity_id, ())
 
-    def homophones(self, text: str) -> list[tuple[str, str]]:
-        """(word as typed, registered word it sounds like) for the text's words a pinyin keyboard mistyped
-        (entities/homophones.py)."""
-        return self._part_index().sound_index().readings(text)
+    def misread(self, text: str) -> list[tuple[str, str]]:
+        """(word as typed, registered word meant) for the text's words typed wrong: a pinyin keyboard's wrong
+        character, a Latin word one edit off (entities/typos.py)."""
+        return self._part_index().typo_index().readings(text)
 
     def _part_index(self):
         if self._parts is None:

@@ -211,7 +211,7 @@ class PartIndex:
         self._after_number = frozenset(m.group(1) for ref in refs for sf in surfaces[ref.id]
                                        for m in re.finditer(r"[0-9]([\u3400-\u9fff])", normalize_key(sf)))
         self._automaton = _automaton(index)
-        self._sounds = None
+        self._typos = None
         self._type_automaton = _automaton({w: {0} for w in self.type_words})
         self._heads = self.label_heads()
         # ... and the character every name of a type ends with once its numbers are dropped ("楼" of 3号楼 / 5号楼 /
@@ -225,14 +225,14 @@ class PartIndex:
         self.name_heads = frozenset(key[-1] for ref in refs if "person" not in kinds_of_type(ref.type)
                                     for sf in surfaces[ref.id] if (key := skeleton(sf)) and CJK.match(key[-1]))
 
-    def sound_index(self):
-        """The registry's Chinese words by their sound (entities/homophones.py), built on first use: only a text that
-        names nothing as typed is read by sound."""
-        if self._sounds is None:
-            from entities.homophones import SoundIndex
+    def typo_index(self):
+        """The registry's words for reading typos (entities/typos.py: Chinese by sound, Latin by one edit), built on
+        first use: only a text that names nothing as typed is read that way."""
+        if self._typos is None:
+            from entities.typos import TypoIndex
 
-            self._sounds = SoundIndex([*self._index, *self.type_words])
-        return self._sounds
+            self._typos = TypoIndex([*self._index, *self.type_words])
+        return self._typos
 
     def label_heads(self) -> dict[str, frozenset[str]]:
         """The last character of each learnt label ("罐" of 发酵罐, "桶" of 橡木桶) → the types it ends."""

@@ -66,14 +66,14 @@ def resolve(
                           max_candidates=max_candidates)
     # Named nothing as typed: a word a pinyin keyboard mistyped ("锦秀华庭" for 锦绣华庭) is read as the registered
     # word it sounds like, and the text resolved again (same access, same rules).
-    if resolution.status == "none" and hasattr(matcher, "homophones") and (readings := matcher.homophones(text)):
+    if resolution.status == "none" and hasattr(matcher, "misread") and (readings := matcher.misread(text)):
         heard = text
         for said, meant in readings:
-            heard = heard.replace(said, meant)
+            heard = re.sub(re.escape(said), meant, heard, flags=re.IGNORECASE)
         again = _resolve(heard, matcher=matcher, entities=entities, recent=recent, past=past, gate=gate,
                          max_candidates=max_candidates)
         if again.status != "none":
-            step = {"rule": "homophone", "read": [{"said": said, "as": meant} for said, meant in readings]}
+            step = {"rule": "typo", "read": [{"said": said, "as": meant} for said, meant in readings]}
             return replace(again, evidence=[step, *again.evidence])
     # Named nothing else: a record's number said alone ("any update on 5538?", "521那批") names what carries it in a name.
     if resolution.status == "none" and hasattr(matcher, "numbered") and (numbers := _bare_numbers(text)):
