@@ -21,6 +21,8 @@ _NUMBERED = re.compile(r"^(?:[0-9]+|[零〇一二三四五六七八九十百千�
 CODE = re.compile(r"[a-z0-9]+(?:[\-·./#][a-z0-9]+)+|[a-z]*[0-9][a-z0-9]*")
 CJK = re.compile("[\u3400-\u9fff]")
 _SEPARATORS = re.compile(r"[\s·\-_/#,，、()（）]+")
+_BUILDING_MEASURES = ("号楼", "栋", "幢")
+_BUILDING = re.compile(r"^([0-9]+|[零〇一二三四五六七八九十百两]+)(?:号楼|栋|幢)$")
 
 
 def _jieba():
@@ -57,6 +59,9 @@ def name_parts(surface: str) -> frozenset[str]:
     # A numbered qualifier with the one character after it is what people say alone ("3号仓" of 城北物流园3号仓).
     parts.update(left + right for left, right in zip(merged, merged[1:])
                  if _NUMBERED.match(left) and len(right) == 1 and CJK.match(right))
+    # A building's number is said with any of its measure words: "5栋" and "5幢" are 5号楼 (a closed class).
+    parts.update(f"{m.group(1)}{measure}" for part in list(parts) if (m := _BUILDING.match(part))
+                 for measure in _BUILDING_MEASURES)
     words = [w for w in (_SEPARATORS.sub("", w) for w in merged) if w]
     # A one-character word is a morpheme of its neighbour, not a word of its own: "治疗台" of 治疗/台, "化学楼",
     # a glued letter ("x光机", "治疗台a": the letter tells 治疗台A from 治疗台B). Never across a separator ("浙A·保温").

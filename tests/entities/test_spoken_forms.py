@@ -74,3 +74,13 @@ def test_a_bare_demonstrative_before_a_noun_for_no_registered_type_points_at_not
     res = resolve("宏达那车C35到哪了", matcher=build_matcher(registry.values(), attributes), entities=registry,
                   past=[MentionEvidence(notice.id, T0, 3)])
     assert (res.status, res.entity_id) == ("resolved", delivery.id)
+
+
+def test_a_buildings_number_is_said_with_any_of_its_measure_words():
+    from entities.name_parts import name_parts
+
+    assert {"5号楼", "5栋", "5幢"} <= name_parts("5号楼")
+    blocks = {30: EntityRef(30, "building", "B-5", "5号楼"), 31: EntityRef(31, "building", "B-6", "6号楼")}
+    res = resolve("5栋主体干到几层了", matcher=build_matcher(blocks.values()), entities=blocks)
+    assert (res.status, res.entity_id) == ("resolved", 30)
+    assert resolve("7栋主体干到几层了", matcher=build_matcher(blocks.values()), entities=blocks).status == "none"
