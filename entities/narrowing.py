@@ -73,6 +73,13 @@ def _possesses_other(text: str, part: str, matcher) -> bool:
     return False
 
 
+def _numbered_word(part: str) -> bool:
+    """A registered number with its Chinese measure ("5栋" of 5号楼): short, but it names one thing, not a kind."""
+    from entities.name_parts import is_qualifier
+
+    return any(ch.isdigit() for ch in part) and bool(_CJK.search(part)) and not is_qualifier(part)
+
+
 def _heads_all(text: str, ids: Sequence[int], found: Sequence[str], matcher) -> bool:
     """A word of the text that ends every name it was found in ("空调" of 客厅空调 / 面馆前厅空调): the head of those
     names, what they are; said alone it names them, as a learnt type label names a whole type."""
@@ -149,7 +156,7 @@ def by_attributes_and_parts(text: str, *, matcher, visible: Callable[[Sequence[i
         if ids and (pointed or sum(len(p) for p in found_parts) >= 3 or values
                     or any(hasattr(matcher, "is_name_part") and matcher.is_name_part(p) and rare_word(p)
                            and _whole_word(text, p) and not _possesses_other(text, p, matcher) for p in found_parts)
-                    or _heads_all(text, ids, found_parts, matcher)):
+                    or _heads_all(text, ids, found_parts, matcher) or any(_numbered_word(p) for p in found_parts)):
             if (headed := _possessed(text, ids, found_parts, matcher, visible)) is not None:
                 ids, found_parts = headed
             sets.append(("parts", tuple(ids)))
