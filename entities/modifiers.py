@@ -73,8 +73,11 @@ def entity_texts(ref: EntityRef, attributes: Mapping | None) -> list[str]:
 
 def carries(word: str, eid: int, *, get: Callable[[int], EntityRef | None], attributes: Mapping[int, Mapping],
             neighbours: Callable[[int], Iterable[tuple]]) -> bool:
-    """`word` is in the entity's own texts or in those of an entity related to it."""
+    """`word` is in the entity's own texts or in those of an entity related to it, or names one of its own attributes
+    (people say the attribute before its value: "店铺ID 88231047", "serial AD5-118734")."""
     key = normalize_key(word)
+    if any(key in normalize_key(name) for name in (attributes.get(eid) or {}) if isinstance(name, str)):
+        return True
     for other in (eid, *(n[0] for n in neighbours(eid))):
         ref = get(other)
         if ref is not None and any(key in t for t in entity_texts(ref, attributes.get(other))):

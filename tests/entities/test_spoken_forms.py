@@ -84,3 +84,10 @@ def test_a_buildings_number_is_said_with_any_of_its_measure_words():
     res = resolve("5栋主体干到几层了", matcher=build_matcher(blocks.values()), entities=blocks)
     assert (res.status, res.entity_id) == ("resolved", 30)
     assert resolve("7栋主体干到几层了", matcher=build_matcher(blocks.values()), entities=blocks).status == "none"
+
+
+def test_the_name_of_an_attribute_said_before_its_value_is_no_foreign_modifier():
+    shops = {40: EntityRef(40, "shop", "S-1", "小满家居抖音旗舰店"), 41: EntityRef(41, "shop", "S-2", "小满家居淘宝店")}
+    attributes = {40: {"店铺ID": "DY-88231047"}, 41: {"店铺ID": "TB-57620913"}}
+    res = resolve("平台说店铺ID 88231047 违规了", matcher=build_matcher(shops.values(), attributes), entities=shops)
+    assert (res.status, res.entity_id) == ("resolved", 40)
