@@ -176,7 +176,8 @@ def text_cues(text: str, matcher) -> list[Cue]:
 
         cuts = word_boundaries(text)
         cues = [c for c in cues if c not in singles or c.end in cuts]
-    cues += [Cue(kind="long_term", word="that", start=m.start(), end=m.start() + 4) for m in _THAT.finditer(text)]
+    cues += [Cue(kind="long_term", word="that", start=m.start(), end=m.start() + 4) for m in _THAT.finditer(text)
+             if _that_points(matcher, text, m.start() + 4)]
     if hasattr(matcher, "registry_type_cues"):  # the registry's own types are type words too
         known = {(c.start, c.end, c.type) for c in cues if c.kind == "type"}
         # "5号冷柜": a learnt label attached to a number names one specific entity, as a lexicon word does.
@@ -236,6 +237,25 @@ def _lexicon() -> frozenset[str]:
 
 def _opens_possessor(text: str, start: int, end: int) -> bool:
     return not text[:start].strip() and text[end:end + 1] == "的"
+
+
+_NEXT_WORDS = re.compile(r"(?:\s+([a-z0-9][a-z0-9'-]*)){1,3}", re.IGNORECASE)
+_WORD = re.compile(r"[a-z0-9][a-z0-9'-]*", re.IGNORECASE)
+
+
+def _that_points(matcher, text: str, end: int) -> bool:
+    """"that" before a noun phrase holding a word the registry or the lexicon knows points back ("that rack", "that
+    open ticket", "that Panama-flagged ship"); before others it is a pronoun or says something else ("did that go
+    out", "that grinding noise")."""
+    m = _NEXT_WORDS.match(text, end)
+    if m is None or not hasattr(matcher, "is_name_part"):
+        return m is not None
+    for raw in _WORD.findall(m.group(0)):
+        word = normalize_key(raw.removesuffix("'s"))
+        if lexicon_word(word) or matcher.is_name_part(word) or matcher.value_holders(word) or any(
+                c[0] == word for c in (matcher.registry_type_cues(word) if hasattr(matcher, "registry_type_cues") else ())):
+            return True
+    return False
 
 
 def lexicon_word(word: str) -> bool:

@@ -91,3 +91,19 @@ def test_the_name_of_an_attribute_said_before_its_value_is_no_foreign_modifier()
     attributes = {40: {"店铺ID": "DY-88231047"}, 41: {"店铺ID": "TB-57620913"}}
     res = resolve("平台说店铺ID 88231047 违规了", matcher=build_matcher(shops.values(), attributes), entities=shops)
     assert (res.status, res.entity_id) == ("resolved", 40)
+
+
+def test_that_points_back_only_before_a_noun_phrase_the_registry_or_lexicon_knows():
+    pans = {50: EntityRef(50, "equipment", "XR-1", "Novena pano"), 51: EntityRef(51, "equipment", "XR-2", "Tampines pano")}
+    case = EntityRef(52, "lab_case", "LC-4", "Lab case 5544")
+    registry = {**pans, case.id: case}
+    attributes = {50: {"model": "Planmeca ProMax 2D"}, 51: {"model": "Planmeca ProMax 2D"}}
+    matcher = build_matcher(registry.values(), attributes)
+    past = [MentionEvidence(case.id, T0, 3)]
+    res = resolve("the ProMax is making that grinding noise again", matcher=matcher, entities=registry, past=past)
+    assert (res.status, sorted(res.candidates)) == ("ambiguous", [50, 51])
+    res = resolve("lab case 5539 - did that go out with the courier?", matcher=matcher, entities=registry, past=past)
+    assert res.status == "none"
+    # Before a word the registry holds, "that" still points back.
+    res = resolve("did that lab case come back?", matcher=matcher, entities=registry, past=past)
+    assert (res.status, res.entity_id) == ("resolved", case.id)
