@@ -12,7 +12,8 @@ from common.text import EN_STOPWORDS
 from entities.partial import skeleton
 from entities.surface import normalize_key
 
-__all__ = ["CJK", "CODE", "abbreviations", "initialism", "is_qualifier", "name_parts", "rare_word", "unknown_words"]
+__all__ = ["CJK", "CODE", "abbreviations", "initialism", "is_qualifier", "name_parts", "rare_word", "unknown_words",
+           "word_frequency"]
 
 MIN_PART_CHARS = 2  # one character ("车", "店") names a kind at most, never an entity
 MIN_LATIN_PART_CHARS = 3
@@ -98,23 +99,23 @@ def rare_word(part: str) -> bool:
     measure of "everyday"."""
     if len(part) != 2 or not _CJK_ONLY.match(part):
         return False
+    return (word_frequency(part) or 0) < RARE_WORD_FREQ
+
+
+def word_frequency(word: str) -> int | None:
+    """jieba's dictionary count of `word` (None: not in the dictionary), the dictionary loaded on first use."""
     from entities.partial import quiet_jieba
 
     jieba = quiet_jieba()
     if not jieba.dt.initialized:
         jieba.dt.initialize()
-    return jieba.dt.FREQ.get(part, 0) < RARE_WORD_FREQ
+    return jieba.dt.FREQ.get(word)
 
 
 def unknown_words(surface: str) -> set[str]:
     """The Chinese parts of a name (three characters or more) that jieba's dictionary does not hold: words its
     model guessed, often a brand cut in the wrong place ("菱宏光" and "五菱宏光" of 白色五菱宏光)."""
-    from entities.partial import quiet_jieba
-
-    jieba = quiet_jieba()
-    if not jieba.dt.initialized:
-        jieba.dt.initialize()
-    return {p for p in name_parts(surface) if len(p) >= 3 and _CJK_ONLY.match(p) and p not in jieba.dt.FREQ}
+    return {p for p in name_parts(surface) if len(p) >= 3 and _CJK_ONLY.match(p) and word_frequency(p) is None}
 
 
 def abbreviations(surface: str) -> set[str]:

@@ -104,12 +104,10 @@ class PartIndex:
         type_of: dict[int, str] = {}
         refs = list(refs)
         surfaces: dict[int, tuple[str, ...]] = {}
-        type_names: dict[int, str] = {}
         for ref in refs:
             by_type.setdefault(ref.type, set()).add(ref.id)
             type_of[ref.id] = ref.type
             surfaces[ref.id] = (ref.name, *ref.aliases)
-            type_names[ref.id] = ref.name
             for surface in (ref.name, *ref.aliases):
                 for part in name_parts(surface):
                     index.setdefault(part, set()).add(ref.id)
@@ -218,7 +216,7 @@ class PartIndex:
         # 6号楼, whose "号楼" other types' names hold too): "那栋楼" is one of them ("哪栋楼" asks, it names none).
         self._end_heads: dict[str, frozenset[str]] = {}
         for type_, ids in by_type.items():
-            ends = {key[-1] for i in ids if (key := skeleton(type_names[i]))}
+            ends = {key[-1] for i in ids if (key := skeleton(surfaces[i][0]))}
             if len(ids) >= 2 and len(ends) == 1 and CJK.match(end := next(iter(ends))):
                 self._end_heads[end] = self._end_heads.get(end, frozenset()) | {type_}
         # The last character of every thing's name ("机" of 切纸机, "间" of 后道车间): what a name for a thing ends with.

@@ -138,8 +138,8 @@ def resolve_by_rules(text: str, *, matcher: EntityMatcher, entities: Mapping[int
                    if constraint.types and not constraint.type_ok(entities[i])]
 
     # A pointer whose classifier counts things ("那台", "那辆"), never records: the work order about the thing is not it.
-    asked = next((k for c in cues if c.kind in ("coref", "long_term") and (k := classifier_kinds(c.word))), None)
-    asked = asked if asked and "order" not in asked else None
+    counts_things = any(c.kind in ("coref", "long_term") and (k := classifier_kinds(c.word)) and "order" not in k
+                        for c in cues)
 
     def fits(i: int) -> bool:
         return i not in entities or "order" not in kinds_of_type(entities[i].type)
@@ -147,7 +147,7 @@ def resolve_by_rules(text: str, *, matcher: EntityMatcher, entities: Mapping[int
     def narrow(require_values: bool) -> Resolution | None:
         narrowed = by_attributes_and_parts(text, matcher=matcher, visible=gate.visible_list, visible_prefix=gate.visible_prefix,
                                            limit=max_candidates, pointed=pointed, skeleton_ids=partial_ids,
-                                           require_values=require_values, fits=fits if asked else None)
+                                           require_values=require_values, fits=fits if counts_things else None)
         if narrowed is None:
             return None
         if not narrowed.ids:  # the named values and parts contradict each other: nothing is named

@@ -69,7 +69,7 @@ def resolve(
     if resolution.status == "none" and hasattr(matcher, "misread") and (readings := matcher.misread(text)):
         heard = text
         for said, meant in readings:
-            heard = re.sub(re.escape(said), meant, heard, flags=re.IGNORECASE)
+            heard = re.sub(re.escape(said), lambda _m, meant=meant: meant, heard, flags=re.IGNORECASE)
         again = _resolve(heard, matcher=matcher, entities=entities, recent=recent, past=past, gate=gate,
                          max_candidates=max_candidates)
         if again.status != "none":

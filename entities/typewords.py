@@ -239,7 +239,7 @@ def _opens_possessor(text: str, start: int, end: int) -> bool:
     return not text[:start].strip() and text[end:end + 1] == "的"
 
 
-_NEXT_WORDS = re.compile(r"(?:\s+([a-z0-9][a-z0-9'-]*)){1,3}", re.IGNORECASE)
+_NEXT_WORDS = re.compile(r"(?:\s+[a-z0-9][a-z0-9'-]*){1,3}", re.IGNORECASE)
 _WORD = re.compile(r"[a-z0-9][a-z0-9'-]*", re.IGNORECASE)
 
 

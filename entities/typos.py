@@ -16,7 +16,6 @@ __all__ = ["TypoIndex", "sound"]
 
 _CJK_WORD = re.compile("^[\u3400-\u9fff]{2,4}$")
 _LATIN_WORD = re.compile("[a-z]{%d,}" % 6)  # shorter words are one edit from too many others ("case" / "cast")
-COMMON_WORD_FREQ = 200  # as entities/name_parts.rare_word: a word used this often is meant as typed
 
 
 @lru_cache(maxsize=50_000)
@@ -44,18 +43,18 @@ class TypoIndex:
                 self._keys.add(key)
                 by_sound.setdefault(sound(key), set()).add(key)
         self._by_sound = {s: next(iter(ks)) for s, ks in by_sound.items() if len(ks) == 1}
-        self._latin = sorted({key for key in keys if _LATIN_WORD.fullmatch(key)})
+        self._latin_set = {key for key in keys if _LATIN_WORD.fullmatch(key)}
+        self._latin = sorted(self._latin_set)
 
     def readings(self, text: str) -> list[tuple[str, str]]:
         """(word as typed, registered word it sounds like) for the text's words read that way."""
+        from entities.name_parts import RARE_WORD_FREQ, word_frequency
         from entities.partial import quiet_jieba
 
-        jieba = quiet_jieba()
-        if not jieba.dt.initialized:
-            jieba.dt.initialize()
         out = []
-        for word in jieba.lcut(text):
-            if not _CJK_WORD.match(word) or word in self._keys or jieba.dt.FREQ.get(word, 0) >= COMMON_WORD_FREQ:
+        for word in quiet_jieba().lcut(text):
+            # A word used this often (as name_parts.rare_word reads it) is meant as typed.
+            if not _CJK_WORD.match(word) or word in self._keys or (word_frequency(word) or 0) >= RARE_WORD_FREQ:
                 continue
             meant = self._by_sound.get(sound(word))
             if meant is not None and meant != word:
@@ -71,9 +70,8 @@ class TypoIndex:
         from common.text.segment import EN_STOPWORDS
 
         out = []
-        known = set(self._latin)
         for word in dict.fromkeys(_LATIN_WORD.findall(text.casefold())):
-            if word in known or word in EN_STOPWORDS:
+            if word in self._latin_set or word in EN_STOPWORDS:
                 continue
             near = process.extract(word, self._latin, scorer=DamerauLevenshtein.distance, score_cutoff=1, limit=2)
             if len(near) == 1:
